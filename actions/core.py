@@ -1,0 +1,51 @@
+"""``core.wait``: hold the next step (or the next phase) for a while.
+
+A wait does not sleep: it answers at once with ``holdFor``, and the runner sets the next pending
+step's due time, so the wait survives restarts and costs nothing while it lasts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from runner.definitions import duration_seconds
+from runner.dispatch import MAX_HOLD_SECONDS
+from runner.registry import Action, Envelope
+
+
+class WaitParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    duration: float = Field(description="seconds, or text like '90s', '5m', '1h30m'")
+
+    @field_validator("duration", mode="before")
+    @classmethod
+    def _parse(cls, value: Any) -> float:
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise ValueError("a duration is a number of seconds or text like '5m' or '1h30m'")
+        seconds = duration_seconds(value)
+        if seconds <= 0:
+            raise ValueError("a wait must be longer than zero")
+        if seconds > MAX_HOLD_SECONDS:
+            raise ValueError("a wait may last at most 7 days")
+        return seconds
+
+
+async def _wait(envelope: Envelope, params: WaitParams) -> dict[str, Any]:
+    return {"ok": True, "holdFor": params.duration}
+
+
+def wait_action() -> Action:
+    return Action(
+        id="core.wait",
+        label="Wait",
+        risk="none",
+        reversible="none",
+        version=1,
+        budget_ms=1000,
+        params_model=WaitParams,
+        perform=_wait,
+        description="Holds whatever comes next (the next step, or the next phase) for a duration.",
+    )

@@ -1,0 +1,158 @@
+"""The small interface the announce and cue actions talk to.
+
+The bot supplies the Discord implementation, the offline rehearsal a console one, and tests the
+``RecordingDelivery`` below. Implementers must:
+
+* deliver at most one message per ``idempotency_key`` where the platform allows it (Discord: the
+  key becomes the message ``nonce`` with ``enforce_nonce``), because a step is retried with the
+  same key after a timeout or a crash;
+* raise ``DeliveryError(transient=True)`` when they cannot tell whether the message went out or
+  the failure may pass (rate limits, 5xx, timeouts), and ``transient=False`` when retrying cannot
+  help (missing access, unknown channel), with a message naming the channel and what is missing;
+* answer ``check`` without sending anything: the problems a real delivery would hit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from runner.views import StepContext
+
+
+@dataclass(frozen=True)
+class EmbedField:
+    name: str
+    value: str
+    inline: bool = False
+
+
+@dataclass(frozen=True)
+class Embed:
+    title: str | None = None
+    description: str | None = None
+    colour: int | None = None
+    image_url: str | None = None
+    footer: str | None = None
+    fields: tuple[EmbedField, ...] = ()
+
+
+@dataclass(frozen=True)
+class Announcement:
+    channel: str
+    content: str | None
+    embed: Embed | None
+    ping_role: str | None
+    idempotency_key: str
+    run_id: int
+    step_id: int
+    context: StepContext | None = None
+
+
+@dataclass(frozen=True)
+class Cue:
+    channel: str | None
+    title: str
+    instructions: str
+    ping_role: str | None
+    idempotency_key: str
+    run_id: int
+    step_id: int
+    context: StepContext | None = None
+
+
+@dataclass(frozen=True)
+class Posted:
+    """Where a message went; stored on the step so it can be edited later."""
+
+    channel_id: str
+    message_id: str
+    channel_name: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "channel_id": self.channel_id,
+            "message_id": self.message_id,
+            "channel_name": self.channel_name,
+        }
+
+
+class DeliveryError(Exception):
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class Delivery(Protocol):
+    async def announce(self, announcement: Announcement) -> Posted:
+        """Post an announcement; at most once per idempotency key where the platform allows."""
+        ...
+
+    async def post_cue(self, cue: Cue) -> Posted:
+        """Post a cue a GM answers (confirm / skip); return where it went."""
+        ...
+
+    async def check(self, request: Announcement | Cue) -> list[str]:
+        """Problems a real delivery of ``request`` would hit, without sending anything."""
+        ...
+
+
+@dataclass
+class Recorded:
+    kind: str
+    request: Announcement | Cue
+    posted: Posted
+    at: dt.datetime | None = None
+
+
+@dataclass
+class RecordingDelivery:
+    """Keeps every delivery in memory. Dedups by idempotency key as Discord does with
+    ``enforce_nonce``, and counts the attempts it refused, so a test can tell "sent twice" from
+    "asked twice". Failures can be scripted per call."""
+
+    known_channels: set[str] | None = None
+    sent: list[Recorded] = field(default_factory=list)
+    attempts: list[Announcement | Cue] = field(default_factory=list)
+    deduplicated: int = 0
+    failures: list[DeliveryError] = field(default_factory=list)
+    _next_id: int = 1000
+    _by_key: dict[str, Posted] = field(default_factory=dict)
+
+    def fail_next(self, message: str, *, transient: bool, times: int = 1) -> None:
+        self.failures.extend(DeliveryError(message, transient=transient) for _ in range(times))
+
+    async def announce(self, announcement: Announcement) -> Posted:
+        return self._deliver("announce", announcement, announcement.channel)
+
+    async def post_cue(self, cue: Cue) -> Posted:
+        return self._deliver("cue", cue, cue.channel or "gm")
+
+    async def check(self, request: Announcement | Cue) -> list[str]:
+        channel = request.channel if isinstance(request, Announcement) else (request.channel or "gm")
+        if self.known_channels is not None and channel not in self.known_channels:
+            return [f"channel {channel!r} does not exist"]
+        return []
+
+    def _deliver(self, kind: str, request: Announcement | Cue, channel: str) -> Posted:
+        self.attempts.append(request)
+        if self.failures:
+            raise self.failures.pop(0)
+        if self.known_channels is not None and channel not in self.known_channels:
+            raise DeliveryError(f"channel {channel!r} does not exist", transient=False)
+        existing = self._by_key.get(request.idempotency_key)
+        if existing is not None:
+            self.deduplicated += 1
+            return existing
+        self._next_id += 1
+        posted = Posted(channel_id=channel, message_id=str(self._next_id), channel_name=channel)
+        self._by_key[request.idempotency_key] = posted
+        self.sent.append(Recorded(kind, request, posted))
+        return posted
+
+    def announcements(self) -> list[Announcement]:
+        return [r.request for r in self.sent if isinstance(r.request, Announcement)]
+
+    def cues(self) -> list[Cue]:
+        return [r.request for r in self.sent if isinstance(r.request, Cue)]

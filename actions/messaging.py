@@ -1,0 +1,216 @@
+"""``discord.announce`` and ``gm.cue``: the two actions that put messages in front of people.
+
+Both are written against ``actions.delivery.Delivery``; which delivery (Discord, console,
+recording) is decided by whoever builds the registry. ``{scope}`` in any text is replaced by the
+run's scope, so one invasion definition can announce "The invasion of {scope} begins" per world.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from actions import limits
+from actions.delivery import Announcement, Cue, Delivery, DeliveryError, Embed, EmbedField
+from runner.registry import Action, Envelope
+from runner.views import StepContext
+
+Describe = Callable[[int, int], Awaitable[StepContext | None]]
+
+CHANNEL_REF = r"^(#?[a-z0-9][a-z0-9_-]{0,99}|[0-9]{15,21})$"
+
+
+def render(text: str | None, scope: str) -> str | None:
+    return None if text is None else text.replace("{scope}", scope)
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EmbedFieldParams(_Params):
+    name: str = Field(min_length=1, max_length=limits.EMBED_FIELD_NAME_MAX)
+    value: str = Field(min_length=1, max_length=limits.EMBED_FIELD_VALUE_MAX)
+    inline: bool = False
+
+
+class EmbedParams(_Params):
+    title: str | None = Field(default=None, max_length=limits.EMBED_TITLE_MAX)
+    description: str | None = Field(default=None, max_length=limits.EMBED_DESCRIPTION_MAX)
+    colour: int | None = Field(default=None, ge=0, le=0xFFFFFF)
+    image: str | None = Field(default=None, pattern=r"^https://\S+$", max_length=2000)
+    footer: str | None = Field(default=None, max_length=limits.EMBED_FOOTER_MAX)
+    fields: list[EmbedFieldParams] = Field(default_factory=list, max_length=limits.EMBED_FIELDS_MAX)
+
+    @field_validator("colour", mode="before")
+    @classmethod
+    def _hex_colour(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            match = re.fullmatch(r"#?([0-9a-fA-F]{6})", value.strip())
+            if not match:
+                raise ValueError(f"colour {value!r} must be #RRGGBB or a number")
+            return int(match.group(1), 16)
+        return value
+
+    @model_validator(mode="after")
+    def _not_empty_and_in_total(self) -> EmbedParams:
+        if not (self.title or self.description or self.fields or self.image):
+            raise ValueError("an embed needs a title, a description, fields or an image")
+        if self.total_length() > limits.EMBED_TOTAL_MAX:
+            raise ValueError(
+                f"embed text totals {self.total_length()} characters; Discord allows {limits.EMBED_TOTAL_MAX}"
+            )
+        return self
+
+    def total_length(self, scope: str = "") -> int:
+        parts = [self.title, self.description, self.footer]
+        parts += [f.name for f in self.fields] + [f.value for f in self.fields]
+        return sum(len(render(p, scope) or "") for p in parts)
+
+    def build(self, scope: str) -> Embed:
+        return Embed(
+            title=render(self.title, scope),
+            description=render(self.description, scope),
+            colour=self.colour,
+            image_url=self.image,
+            footer=render(self.footer, scope),
+            fields=tuple(
+                EmbedField(render(f.name, scope) or "", render(f.value, scope) or "", f.inline)
+                for f in self.fields
+            ),
+        )
+
+
+class AnnounceParams(_Params):
+    channel: str = Field(pattern=CHANNEL_REF, description="a channel alias from config, or a channel id")
+    content: str | None = Field(default=None, min_length=1, max_length=limits.CONTENT_MAX)
+    embed: EmbedParams | None = None
+    ping_role: str | None = Field(
+        default=None, min_length=1, max_length=100, description="a role alias from config"
+    )
+
+    @model_validator(mode="after")
+    def _something_to_say(self) -> AnnounceParams:
+        if self.content is None and self.embed is None:
+            raise ValueError("an announcement needs content, an embed, or both")
+        if (
+            self.ping_role
+            and self.content
+            and len(self.content) + limits.ROLE_MENTION_RESERVE > limits.CONTENT_MAX
+        ):
+            raise ValueError(
+                f"content is {len(self.content)} characters; with the role ping it must stay under "
+                f"{limits.CONTENT_MAX - limits.ROLE_MENTION_RESERVE}"
+            )
+        return self
+
+    def problems_for_scope(self, scope: str) -> list[tuple[str, str]]:
+        """Limits checked again with ``{scope}`` replaced, for each scope the event runs in."""
+        problems = []
+        if self.content and len(render(self.content, scope) or "") > limits.CONTENT_MAX:
+            problems.append(
+                ("content", f"in scope {scope!r} the content exceeds {limits.CONTENT_MAX} characters")
+            )
+        if self.embed and self.embed.total_length(scope) > limits.EMBED_TOTAL_MAX:
+            problems.append(
+                ("embed", f"in scope {scope!r} the embed exceeds {limits.EMBED_TOTAL_MAX} characters")
+            )
+        return problems
+
+
+class CueParams(_Params):
+    instructions: str = Field(min_length=1, max_length=limits.EMBED_DESCRIPTION_MAX)
+    title: str | None = Field(default=None, max_length=limits.EMBED_TITLE_MAX)
+    channel: str | None = Field(
+        default=None, pattern=CHANNEL_REF, description="defaults to the configured GM channel"
+    )
+    ping_role: str | None = Field(default=None, min_length=1, max_length=100)
+
+    def problems_for_scope(self, scope: str) -> list[tuple[str, str]]:
+        if len(render(self.instructions, scope) or "") > limits.EMBED_DESCRIPTION_MAX:
+            return [
+                (
+                    "instructions",
+                    f"in scope {scope!r} the instructions exceed {limits.EMBED_DESCRIPTION_MAX} characters",
+                )
+            ]
+        return []
+
+
+def announce_action(delivery: Delivery, describe: Describe, *, budget_ms: int = 15_000) -> Action:
+    async def perform(envelope: Envelope, params: AnnounceParams) -> dict[str, Any]:
+        context = None if envelope.verify else await describe(envelope.run_id, envelope.step_id)
+        request = Announcement(
+            channel=params.channel,
+            content=render(params.content, envelope.scope),
+            embed=params.embed.build(envelope.scope) if params.embed else None,
+            ping_role=params.ping_role,
+            idempotency_key=envelope.idempotency_key,
+            run_id=envelope.run_id,
+            step_id=envelope.step_id,
+            context=context,
+        )
+        if envelope.verify:
+            return _verdict(await delivery.check(request))
+        try:
+            posted = await delivery.announce(request)
+        except DeliveryError as exc:
+            return {"ok": False, "retry": exc.transient, "error": str(exc)}
+        return {"ok": True, "output": {"posted": posted.as_dict()}}
+
+    return Action(
+        id="discord.announce",
+        label="Announce in a channel",
+        risk="notify",
+        reversible="manual",
+        version=1,
+        budget_ms=budget_ms,
+        params_model=AnnounceParams,
+        perform=perform,
+        description="Posts a message (text and/or embed, optional role ping) to a community channel.",
+    )
+
+
+def cue_action(delivery: Delivery, describe: Describe, *, budget_ms: int = 15_000) -> Action:
+    async def perform(envelope: Envelope, params: CueParams) -> dict[str, Any]:
+        context = None if envelope.verify else await describe(envelope.run_id, envelope.step_id)
+        title = params.title or (context.step_label if context and context.step_label else "GM cue")
+        request = Cue(
+            channel=params.channel,
+            title=render(title, envelope.scope) or "GM cue",
+            instructions=render(params.instructions, envelope.scope) or "",
+            ping_role=params.ping_role,
+            idempotency_key=envelope.idempotency_key,
+            run_id=envelope.run_id,
+            step_id=envelope.step_id,
+            context=context,
+        )
+        if envelope.verify:
+            return _verdict(await delivery.check(request))
+        try:
+            posted = await delivery.post_cue(request)
+        except DeliveryError as exc:
+            return {"ok": False, "retry": exc.transient, "error": str(exc)}
+        # Parked: the step waits, with no lease, for a GM to confirm or skip it.
+        return {"ok": True, "await": "human", "output": {"posted": posted.as_dict()}}
+
+    return Action(
+        id="gm.cue",
+        label="Cue a game master",
+        risk="notify",
+        reversible="none",
+        version=1,
+        budget_ms=budget_ms,
+        params_model=CueParams,
+        perform=perform,
+        description="Posts instructions to the GM channel with Confirm and Skip; the run waits for a GM.",
+    )
+
+
+def _verdict(problems: list[str]) -> dict[str, Any]:
+    if problems:
+        return {"ok": False, "retry": False, "error": "; ".join(problems), "problems": problems}
+    return {"ok": True}

@@ -1,0 +1,174 @@
+"""Published definitions and the runs created from them.
+
+Publishing stores an immutable version (or nothing, for content identical to the latest); a run
+pins the version it was created from, and its first phase's steps are created with it, in one
+transaction, so a run never exists without the steps it starts with.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from runner import definitions as defs
+from runner.definitions import EventDefinition
+from runner.errors import UnknownDefinition
+from runner.sql import definitions as definitions_sql
+from runner.sql import run_log
+from runner.sql import runs as runs_sql
+from runner.sql import steps as steps_sql
+
+REHEARSAL_KEY_PREFIX = "rehearsal:"
+
+
+@dataclass(frozen=True)
+class Published:
+    key: str
+    definition_id: int
+    version_id: int
+    version: int
+    changed: bool
+
+
+async def publish(
+    engine: AsyncEngine,
+    definition: EventDefinition,
+    now: dt.datetime,
+    *,
+    source: str | None = None,
+    actor: str | None = None,
+) -> Published:
+    """Store ``definition`` (already validated) as a new immutable version.
+
+    Identical content to the latest version is a no-op. The caller validates first
+    (``definitions.validate``), so nothing invalid ever reaches this table.
+    """
+    content_hash = definition.content_hash()
+    async with engine.begin() as conn:
+        row = await definitions_sql.by_key(conn, definition.key)
+        if row is None:
+            definition_id = await definitions_sql.insert_definition(
+                conn,
+                key=definition.key,
+                title=definition.title,
+                grace_seconds=definition.grace_seconds,
+                now=now,
+            )
+            latest = None
+        else:
+            definition_id = int(row["id"])
+            latest = await definitions_sql.latest_version(conn, definition_id)
+        if latest is not None and latest["content_hash"] == content_hash:
+            return Published(
+                definition.key, definition_id, int(latest["id"]), int(latest["version"]), changed=False
+            )
+        number = 1 if latest is None else int(latest["version"]) + 1
+        version_id = await definitions_sql.insert_version(
+            conn,
+            definition_id=definition_id,
+            number=number,
+            content_hash=content_hash,
+            spec=definition.model_dump(mode="json"),
+            source=source,
+            published_by=actor,
+            now=now,
+        )
+        await definitions_sql.point_at_version(
+            conn,
+            definition_id,
+            version_id,
+            title=definition.title,
+            grace_seconds=definition.grace_seconds,
+            now=now,
+        )
+    return Published(definition.key, definition_id, version_id, number, changed=True)
+
+
+class VersionCache:
+    """Parsed definitions by version id. Versions are immutable, so caching them is safe in any
+    number of processes."""
+
+    def __init__(self) -> None:
+        self._by_version: dict[int, EventDefinition] = {}
+
+    async def get(self, conn: AsyncConnection, version_id: int) -> EventDefinition:
+        cached = self._by_version.get(version_id)
+        if cached is None:
+            row = await definitions_sql.version(conn, version_id)
+            if row is None:
+                raise LookupError(f"version {version_id} does not exist")
+            cached = defs.from_spec(row["spec"])
+            self._by_version[version_id] = cached
+        return cached
+
+
+@dataclass(frozen=True)
+class CurrentDefinition:
+    definition_id: int
+    version_id: int
+    definition: EventDefinition
+
+
+async def current(conn: AsyncConnection, key: str, cache: VersionCache) -> CurrentDefinition:
+    row = await definitions_sql.by_key(conn, key)
+    if row is None or row["current_version_id"] is None:
+        raise UnknownDefinition(f"no published event is called {key!r}")
+    version_id = int(row["current_version_id"])
+    return CurrentDefinition(int(row["id"]), version_id, await cache.get(conn, version_id))
+
+
+async def create_run(
+    conn: AsyncConnection,
+    current_definition: CurrentDefinition,
+    scope: str,
+    scheduled_for: dt.datetime,
+    now: dt.datetime,
+    *,
+    actor: str | None = None,
+    rehearsal: bool = False,
+) -> int | None:
+    """One occurrence with its first phase's steps; ``None`` if the occurrence already exists."""
+    definition = current_definition.definition
+    key = definition.concurrency_key_for(scope)
+    if rehearsal and key:
+        # A rehearsal must never hold (or wait on) the key of the live event it imitates.
+        key = REHEARSAL_KEY_PREFIX + key
+    run_id = await runs_sql.insert(
+        conn,
+        definition_id=current_definition.definition_id,
+        version_id=current_definition.version_id,
+        scope=scope,
+        scheduled_for=scheduled_for,
+        concurrency_key=key,
+        now=now,
+        rehearsal=rehearsal,
+        started_by=actor,
+    )
+    if run_id is None:
+        return None
+    first = definition.phases[0]
+    await steps_sql.materialise_phase(conn, run_id, first.key, phase_step_specs(first), now)
+    await run_log.write(
+        conn,
+        run_id,
+        "run.created",
+        now,
+        actor=actor,
+        detail={
+            "definition": definition.key,
+            "version_id": current_definition.version_id,
+            "scope": scope,
+            "scheduled_for": scheduled_for.isoformat(),
+            "rehearsal": rehearsal,
+        },
+    )
+    return run_id
+
+
+def phase_step_specs(phase: defs.PhaseDefinition) -> list[steps_sql.StepSpec]:
+    return [
+        steps_sql.StepSpec(action_id=s.action, params=dict(s.params), on_failure=s.on_failure, label=s.label)
+        for s in phase.steps
+    ]

@@ -1,0 +1,402 @@
+"""The human controls, one module that every front end calls (the bot, the CLI, the rehearsal).
+
+Each control is a compare-and-set on the status it acts from, so a console rendered thirty
+seconds ago cannot act on a run that has moved. A lost race changes nothing and answers, in words
+a moderator understands, why ("already confirmed", "the run is paused", "no such run"). Every
+control that acts writes the run log with its actor, and wakes the run so the next step goes out
+at once rather than at the next interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from runner import catalog
+from runner.clock import Clock, SystemClock
+from runner.errors import UnknownDefinition
+from runner.schema import RUN_IN_FLIGHT, RUN_TERMINAL, runs
+from runner.sql import run_log
+from runner.sql import runs as runs_sql
+from runner.sql import steps as steps_sql
+
+
+@dataclass(frozen=True)
+class CueRef:
+    """Where a cue was posted, so a front end can bring its message up to date."""
+
+    step_id: int
+    run_id: int
+    status: str
+    result: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class ControlResult:
+    ok: bool
+    message: str
+    run_id: int | None = None
+    step_id: int | None = None
+    run_ids: tuple[int, ...] = ()
+    cues: tuple[CueRef, ...] = field(default_factory=tuple)
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+_ENDED_WORDS = {
+    "completed": "the run has already completed",
+    "cancelled": "the run was cancelled",
+    "failed": "the run has failed and ended",
+    "missed": "the run was missed (it did not start within its grace window)",
+}
+
+
+def explain_run(run: Any | None, run_id: int) -> str:
+    """Why a control could not act on this run, in a moderator's words."""
+    if run is None:
+        return f"no such run: {run_id}"
+    status = run["status"]
+    if status in _ENDED_WORDS:
+        return _ENDED_WORDS[status]
+    return {
+        "scheduled": "the run has not started yet",
+        "starting": "the run is starting",
+        "running": "the run is running",
+        "paused": "the run is paused",
+        "ending": "the run is finishing",
+    }[status]
+
+
+def explain_step(step: Any | None, step_id: int, run: Any | None = None) -> str:
+    """Why a confirm or skip could not act on this step."""
+    if step is None:
+        return f"no such step: {step_id}"
+    status = step["status"]
+    by = f" by {step['settled_by']}" if step["settled_by"] else ""
+    if status == "done":
+        return f"already confirmed{by}" if step["settled_by"] else "that step is already done"
+    if status == "skipped":
+        return f"already skipped{by}"
+    if status == "cancelled":
+        if run is not None and run["status"] in RUN_TERMINAL:
+            return f"{_ENDED_WORDS[run['status']]}, so this step was cancelled"
+        return "that step was cancelled"
+    if status == "failed":
+        return "that step failed; use retry, or resume to carry on past it"
+    if status == "running" and step["claim_expires_at"] is not None:
+        return "that step is being carried out right now; try again in a moment"
+    if status == "pending":
+        return "that step has not been reached yet"
+    return f"that step is {status}"
+
+
+class Controls:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        clock: Clock | None = None,
+        versions: catalog.VersionCache | None = None,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.clock = clock or SystemClock()
+        self.versions = versions or catalog.VersionCache()
+        # Called after any control that changed something: the bot uses it to tick at once.
+        self._on_change = on_change
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            self._on_change()
+
+    # ── start ─────────────────────────────────────────────────────────────
+
+    async def start(
+        self,
+        definition_key: str,
+        *,
+        scope: str | None = None,
+        actor: str | None = None,
+        rehearsal: bool = False,
+    ) -> ControlResult:
+        """Start a published event now: one run for ``scope``, or one per scope when none is
+        given. A scope already in flight is refused rather than started twice."""
+        now = self.clock.now()
+        async with self.engine.begin() as conn:
+            try:
+                current = await catalog.current(conn, definition_key, self.versions)
+            except UnknownDefinition as exc:
+                return ControlResult(False, exc.message)
+            known = current.definition.run_scopes()
+            if scope is None:
+                wanted = known
+            elif scope not in known:
+                listed = ", ".join(s for s in known if s) or "none (leave the scope empty)"
+                return ControlResult(
+                    False, f"{definition_key} has no scope {scope!r}; its scopes are: {listed}"
+                )
+            else:
+                wanted = [scope]
+            if not rehearsal:
+                busy = await self._in_flight(conn, current.definition_id, wanted)
+                if busy:
+                    where = ", ".join(f"{s or 'the event'} (run {rid})" for s, rid in busy)
+                    return ControlResult(False, f"{definition_key} is already in flight: {where}")
+            created: list[int] = []
+            for each in wanted:
+                run_id = await catalog.create_run(
+                    conn, current, each, now, now, actor=actor, rehearsal=rehearsal
+                )
+                if run_id is not None:
+                    created.append(run_id)
+        if not created:
+            return ControlResult(False, "nothing was started: those runs already exist")
+        self._changed()
+        title = current.definition.title
+        which = "rehearsal of " if rehearsal else ""
+        if len(created) == 1:
+            message = f"started {which}{title} as run {created[0]}"
+        else:
+            message = f"started {which}{title} in {len(created)} scopes: runs {', '.join(map(str, created))}"
+        return ControlResult(True, message, run_id=created[0], run_ids=tuple(created))
+
+    async def _in_flight(
+        self, conn: AsyncConnection, definition_id: int, scopes: Sequence[str]
+    ) -> list[tuple[str, int]]:
+        query = sa.select(runs.c.scope, runs.c.id).where(
+            runs.c.definition_id == definition_id,
+            runs.c.scope.in_(scopes),
+            runs.c.status.in_(RUN_IN_FLIGHT),
+            runs.c.rehearsal.is_(False),
+            runs.c.scheduled_for <= self.clock.now(),
+        )
+        return [(row.scope, int(row.id)) for row in (await conn.execute(query)).all()]
+
+    # ── pause / resume / cancel ───────────────────────────────────────────
+
+    async def pause(self, run_id: int, *, actor: str | None = None) -> ControlResult:
+        now = self.clock.now()
+        async with self.engine.begin() as conn:
+            if await runs_sql.transition(
+                conn, run_id, "running", "paused", now, error=f"paused by {actor or 'staff'}"
+            ):
+                await run_log.write(
+                    conn,
+                    run_id,
+                    "run.status",
+                    now,
+                    actor=actor,
+                    detail={"from": "running", "to": "paused", "control": "pause"},
+                )
+                return ControlResult(True, f"run {run_id} paused", run_id=run_id)
+            run = await runs_sql.get(conn, run_id)
+        if run is not None and run["status"] == "paused":
+            return ControlResult(False, "the run is already paused", run_id=run_id)
+        return ControlResult(False, f"cannot pause: {explain_run(run, run_id)}", run_id=run_id)
+
+    async def resume(self, run_id: int, *, actor: str | None = None) -> ControlResult:
+        """``paused -> running``. A run paused after a failed step carries on past it."""
+        now = self.clock.now()
+        async with self.engine.begin() as conn:
+            if await runs_sql.transition(conn, run_id, "paused", "running", now, wake_at=now):
+                await runs_sql.set_last_error(conn, run_id, None, now)
+                await run_log.write(
+                    conn,
+                    run_id,
+                    "run.status",
+                    now,
+                    actor=actor,
+                    detail={"from": "paused", "to": "running", "control": "resume"},
+                )
+                result = ControlResult(True, f"run {run_id} resumed", run_id=run_id)
+            else:
+                run = await runs_sql.get(conn, run_id)
+                return ControlResult(False, f"cannot resume: {explain_run(run, run_id)}", run_id=run_id)
+        self._changed()
+        return result
+
+    async def cancel(self, run_id: int, *, reason: str, actor: str | None = None) -> ControlResult:
+        """Cancel a run in flight: pending steps and parked cues are cancelled; a step being
+        carried out is left to finish (nothing can recall a command already sent)."""
+        reason = (reason or "").strip()
+        if not reason:
+            return ControlResult(
+                False, "a cancel needs a reason (it goes in the run's history)", run_id=run_id
+            )
+        now = self.clock.now()
+        async with self.engine.begin() as conn:
+            run = await runs_sql.get(conn, run_id)
+            if run is None or run["status"] not in RUN_IN_FLIGHT:
+                return ControlResult(False, f"cannot cancel: {explain_run(run, run_id)}", run_id=run_id)
+            cues = await steps_sql.parked_cues(conn, run_id)
+            error = f"cancelled by {actor or 'staff'}: {reason}"
+            if not await runs_sql.transition(conn, run_id, run["status"], "cancelled", now, error=error):
+                run = await runs_sql.get(conn, run_id)
+                return ControlResult(False, f"cannot cancel: {explain_run(run, run_id)}", run_id=run_id)
+            cancelled = await steps_sql.cancel_open(conn, run_id, now)
+            await run_log.write(
+                conn,
+                run_id,
+                "run.status",
+                now,
+                actor=actor,
+                detail={
+                    "from": run["status"],
+                    "to": "cancelled",
+                    "control": "cancel",
+                    "reason": reason,
+                    "steps_cancelled": cancelled,
+                },
+            )
+        self._changed()
+        refs = tuple(CueRef(int(c["id"]), run_id, "cancelled", c["result"]) for c in cues)
+        return ControlResult(True, f"run {run_id} cancelled: {reason}", run_id=run_id, cues=refs)
+
+    # ── retry ─────────────────────────────────────────────────────────────
+
+    async def retry(self, run_id: int, *, actor: str | None = None) -> ControlResult:
+        """Requeue the failed step the run stopped at (attempts 0, due now) and set the run
+        going again. Offered only when the furthest started step of the current phase failed:
+        an earlier failure the phase already carried on past is not retried behind its back."""
+        try:
+            return await self._retry(run_id, actor)
+        except _Raced:
+            return ControlResult(
+                False, "the run changed while retrying; nothing was changed, try again", run_id=run_id
+            )
+
+    async def _retry(self, run_id: int, actor: str | None) -> ControlResult:
+        now = self.clock.now()
+        async with self.engine.begin() as conn:
+            run = await runs_sql.get(conn, run_id)
+            if run is None or run["status"] not in ("running", "paused"):
+                return ControlResult(False, f"cannot retry: {explain_run(run, run_id)}", run_id=run_id)
+            phase = run["current_phase"]
+            seq = await steps_sql.last_started_seq(conn, run_id, phase) if phase else None
+            step = await steps_sql.at_seq(conn, run_id, phase, seq) if seq is not None else None
+            if step is None or step["status"] != "failed":
+                return ControlResult(
+                    False, "nothing to retry: the run has not stopped at a failed step", run_id=run_id
+                )
+            if not await steps_sql.requeue(conn, int(step["id"]), now):
+                return ControlResult(False, "nothing to retry: that step is no longer failed", run_id=run_id)
+            await run_log.write(
+                conn,
+                run_id,
+                "step.requeued",
+                now,
+                step_id=step["id"],
+                actor=actor,
+                detail={"previous_error": step["last_error"]},
+            )
+            if run["status"] == "paused":
+                if not await runs_sql.transition(conn, run_id, "paused", "running", now, wake_at=now):
+                    raise _Raced
+                await runs_sql.set_last_error(conn, run_id, None, now)
+                await run_log.write(
+                    conn,
+                    run_id,
+                    "run.status",
+                    now,
+                    actor=actor,
+                    detail={"from": "paused", "to": "running", "control": "retry"},
+                )
+            else:
+                await runs_sql.nudge(conn, run_id, now)
+        self._changed()
+        label = step["label"] or step["action_id"]
+        return ControlResult(
+            True,
+            f"retrying step {step['id']} ({label}) of run {run_id}",
+            run_id=run_id,
+            step_id=int(step["id"]),
+        )
+
+    # ── confirm / skip ────────────────────────────────────────────────────
+
+    async def confirm(
+        self, step_id: int, *, actor: str | None = None, note: str | None = None
+    ) -> ControlResult:
+        """Settle a parked cue as done. On a paused run the step is settled but the run does not
+        move until it is resumed."""
+        now = self.clock.now()
+        async with self.engine.begin() as conn:
+            step = await steps_sql.get(conn, step_id)
+            if step is None:
+                return ControlResult(False, f"no such step: {step_id}", step_id=step_id)
+            run_id = int(step["run_id"])
+            if await steps_sql.confirm_parked(conn, step_id, now, actor=actor, note=note):
+                await run_log.write(
+                    conn, run_id, "step.confirmed", now, step_id=step_id, actor=actor, detail={"note": note}
+                )
+                await runs_sql.nudge(conn, run_id, now)
+                run = await runs_sql.get(conn, run_id)
+                ref = CueRef(step_id, run_id, "done", step["result"])
+            else:
+                step = await steps_sql.get(conn, step_id)
+                run = await runs_sql.get(conn, run_id)
+                ref = CueRef(
+                    step_id, run_id, step["status"] if step else "missing", step["result"] if step else None
+                )
+                return ControlResult(
+                    False, explain_step(step, step_id, run), run_id=run_id, step_id=step_id, cues=(ref,)
+                )
+        self._changed()
+        suffix = (
+            "; the run is paused and will carry on when resumed" if run and run["status"] == "paused" else ""
+        )
+        return ControlResult(True, f"confirmed{suffix}", run_id=run_id, step_id=step_id, cues=(ref,))
+
+    async def skip(
+        self, step_id: int, *, actor: str | None = None, note: str | None = None, run_id: int | None = None
+    ) -> ControlResult:
+        """Skip a pending step or a parked cue (never one being carried out, never a failed one)."""
+        now = self.clock.now()
+        async with self.engine.begin() as conn:
+            step = await steps_sql.get(conn, step_id)
+            if step is None or (run_id is not None and int(step["run_id"]) != run_id):
+                return ControlResult(
+                    False,
+                    f"no such step: {step_id}" + (f" in run {run_id}" if run_id else ""),
+                    step_id=step_id,
+                )
+            owner_run = int(step["run_id"])
+            run = await runs_sql.get(conn, owner_run)
+            if run is None or run["status"] not in RUN_IN_FLIGHT:
+                ref = CueRef(step_id, owner_run, step["status"], step["result"])
+                return ControlResult(
+                    False,
+                    f"cannot skip: {explain_run(run, owner_run)}",
+                    run_id=owner_run,
+                    step_id=step_id,
+                    cues=(ref,),
+                )
+            if await steps_sql.skip_by_human(conn, step_id, now, actor=actor, note=note):
+                await run_log.write(
+                    conn, owner_run, "step.skipped", now, step_id=step_id, actor=actor, detail={"note": note}
+                )
+                await runs_sql.nudge(conn, owner_run, now)
+                ref = CueRef(step_id, owner_run, "skipped", step["result"])
+            else:
+                step = await steps_sql.get(conn, step_id)
+                ref = CueRef(
+                    step_id,
+                    owner_run,
+                    step["status"] if step else "missing",
+                    step["result"] if step else None,
+                )
+                return ControlResult(
+                    False, explain_step(step, step_id, run), run_id=owner_run, step_id=step_id, cues=(ref,)
+                )
+        self._changed()
+        suffix = "; the run is paused and will carry on when resumed" if run["status"] == "paused" else ""
+        return ControlResult(True, f"skipped{suffix}", run_id=owner_run, step_id=step_id, cues=(ref,))
+
+
+class _Raced(Exception):
+    """The run moved between our read and our write inside one transaction; roll back."""

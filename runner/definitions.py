@@ -1,0 +1,377 @@
+"""Event definitions: the pydantic models staff author in YAML, and their validation.
+
+Validation is total and located: every problem is reported at once, each naming the file, the
+phase key, the step index and the field, so an author can fix a definition in one pass. Params
+are checked against the params model the named action declares, so a definition that publishes
+is one every step of which its action will accept.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+import string
+import zoneinfo
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from cronsim import CronSim, CronSimError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from runner.errors import DefinitionError, Problem
+from runner.registry import ActionRegistry
+
+KEY = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+DEFAULT_GRACE_SECONDS = 900
+MAX_GRACE_SECONDS = 7 * 24 * 60 * 60
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ManualSchedule(_Strict):
+    kind: Literal["manual"] = "manual"
+
+
+class OnceSchedule(_Strict):
+    kind: Literal["once"] = "once"
+    at: dt.datetime
+
+    @field_validator("at")
+    @classmethod
+    def _aware(cls, value: dt.datetime) -> dt.datetime:
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError("needs a time zone offset, e.g. 2026-12-05T19:00:00+01:00")
+        return value
+
+
+class CronSchedule(_Strict):
+    kind: Literal["cron"] = "cron"
+    cron: str
+    timezone: str
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {value!r} (use an IANA name like Europe/Berlin)") from exc
+        return value
+
+    @field_validator("cron")
+    @classmethod
+    def _expression(cls, value: str) -> str:
+        try:
+            CronSim(value, dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+        except (CronSimError, ValueError, KeyError, IndexError) as exc:
+            raise ValueError(f"invalid cron expression {value!r}: {exc}") from exc
+        return value
+
+
+Schedule = Annotated[ManualSchedule | OnceSchedule | CronSchedule, Field(discriminator="kind")]
+
+
+class StepDefinition(_Strict):
+    action: str
+    label: str | None = Field(default=None, max_length=200)
+    params: dict[str, Any] = Field(default_factory=dict)
+    on_failure: Literal["skip", "pause", "abort_run"] = "pause"
+
+
+class PhaseDefinition(_Strict):
+    key: str = Field(pattern=KEY)
+    label: str = Field(min_length=1, max_length=200)
+    steps: list[StepDefinition] = Field(min_length=1)
+
+
+class EventDefinition(_Strict):
+    key: str = Field(pattern=KEY)
+    title: str = Field(min_length=1, max_length=200)
+    description: str = ""
+    schedule: Schedule = Field(default_factory=ManualSchedule)
+    grace_seconds: int = Field(default=DEFAULT_GRACE_SECONDS, ge=0, le=MAX_GRACE_SECONDS)
+    scopes: list[Annotated[str, Field(min_length=1, max_length=190)]] = Field(default_factory=list)
+    concurrency_key: str | None = Field(default=None, min_length=1, max_length=150)
+    phases: list[PhaseDefinition] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _schedule_shorthand(cls, data: Any) -> Any:
+        """Accept ``schedule: manual``, ``schedule: {once: ...}`` and ``schedule: {cron: ...,
+        timezone: ...}`` as well as the explicit ``kind`` form."""
+        if not isinstance(data, dict) or "schedule" not in data:
+            return data
+        schedule = data["schedule"]
+        if schedule == "manual" or schedule is None:
+            schedule = {"kind": "manual"}
+        elif isinstance(schedule, dict) and "kind" not in schedule:
+            if "once" in schedule:
+                schedule = {"kind": "once", "at": schedule["once"], **_without(schedule, "once")}
+            elif "cron" in schedule:
+                schedule = {"kind": "cron", **schedule}
+        return {**data, "schedule": schedule}
+
+    @field_validator("scopes")
+    @classmethod
+    def _unique_scopes(cls, value: list[str]) -> list[str]:
+        duplicates = sorted({s for s in value if value.count(s) > 1})
+        if duplicates:
+            raise ValueError(f"scopes listed twice: {', '.join(duplicates)}")
+        return value
+
+    @field_validator("concurrency_key")
+    @classmethod
+    def _template(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        try:
+            fields = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
+        except ValueError as exc:
+            raise ValueError(f"not a valid template: {exc}") from exc
+        unknown = fields - {"scope"}
+        if unknown:
+            raise ValueError(
+                f"may only use {{scope}}, not {', '.join('{' + f + '}' for f in sorted(unknown))}"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _unique_phase_keys(self) -> EventDefinition:
+        keys = [p.key for p in self.phases]
+        duplicates = sorted({k for k in keys if keys.count(k) > 1})
+        if duplicates:
+            raise ValueError(f"phase keys must be unique; listed twice: {', '.join(duplicates)}")
+        return self
+
+    def run_scopes(self) -> list[str]:
+        """Each scope is its own occurrence; no scopes means the single scope ''."""
+        return list(self.scopes) or [""]
+
+    def concurrency_key_for(self, scope: str) -> str | None:
+        return self.concurrency_key.format(scope=scope) if self.concurrency_key else None
+
+    def phase(self, key: str) -> PhaseDefinition | None:
+        return next((p for p in self.phases if p.key == key), None)
+
+    def next_phase(self, key: str | None) -> PhaseDefinition | None:
+        if key is None:
+            return self.phases[0]
+        keys = [p.key for p in self.phases]
+        index = keys.index(key) + 1 if key in keys else len(keys)
+        return self.phases[index] if index < len(keys) else None
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+    def content_hash(self) -> str:
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+
+def _without(mapping: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in mapping.items() if k != key}
+
+
+# ── Validation with locations ───────────────────────────────────────────────
+
+
+def _phase_key(raw: Any, index: int) -> str:
+    phases = raw.get("phases") if isinstance(raw, dict) else None
+    if isinstance(phases, list) and index < len(phases) and isinstance(phases[index], dict):
+        key = phases[index].get("key")
+        if isinstance(key, str) and key:
+            return key
+    return f"#{index}"
+
+
+def _locate(raw: Any, loc: tuple[Any, ...], file: str | None) -> tuple[str | None, int | None, str | None]:
+    """Turn a pydantic error location into (phase key, step index, field)."""
+    phase: str | None = None
+    step: int | None = None
+    rest = list(loc)
+    if len(rest) >= 2 and rest[0] == "phases" and isinstance(rest[1], int):
+        phase = _phase_key(raw, rest[1])
+        rest = rest[2:]
+        if len(rest) >= 2 and rest[0] == "steps" and isinstance(rest[1], int):
+            step = rest[1]
+            rest = rest[2:]
+    # Drop the discriminated union's tag from schedule errors ("schedule.cron.cron" -> "schedule.cron").
+    if len(rest) >= 2 and rest[0] == "schedule" and rest[1] in ("manual", "once", "cron"):
+        rest = [rest[0], *rest[2:]]
+    field = ".".join(str(p) for p in rest) or None
+    return phase, step, field
+
+
+def _from_validation_error(
+    exc: ValidationError, raw: Any, file: str | None, prefix: tuple[Any, ...] = ()
+) -> list[Problem]:
+    problems = []
+    for err in exc.errors():
+        phase, step, field = _locate(raw, prefix + tuple(err["loc"]), file)
+        message = err["msg"]
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        problems.append(Problem(message=message, file=file, phase=phase, step=step, field=field))
+    return problems
+
+
+def validate(raw: Any, registry: ActionRegistry, *, file: str | None = None) -> EventDefinition:
+    """Validate a definition (already parsed from YAML) completely, or raise ``DefinitionError``
+    listing every problem with its place."""
+    if not isinstance(raw, dict):
+        raise DefinitionError([Problem("a definition must be a mapping of fields", file=file)])
+    try:
+        definition = EventDefinition.model_validate(raw)
+    except ValidationError as exc:
+        problems = _from_validation_error(exc, raw, file)
+        # Structural errors hide the params ones; report those too where the structure allows.
+        problems.extend(_params_problems_raw(raw, registry, file))
+        raise DefinitionError(problems) from None
+    problems = _params_problems(definition, registry, file)
+    if problems:
+        raise DefinitionError(problems)
+    return definition
+
+
+def _check_step(
+    action_id: Any, params: Any, registry: ActionRegistry, file: str | None, phase: str, index: int
+) -> list[Problem]:
+    if not isinstance(action_id, str):
+        return []
+    action = registry.get(action_id)
+    if action is None:
+        known = ", ".join(registry.ids())
+        return [
+            Problem(
+                f"unknown action {action_id!r} (known: {known})",
+                file=file,
+                phase=phase,
+                step=index,
+                field="action",
+            )
+        ]
+    try:
+        action.params_model.model_validate(params if params is not None else {})
+    except ValidationError as exc:
+        return [
+            Problem(
+                message=(
+                    err["msg"][len("Value error, ") :]
+                    if err["msg"].startswith("Value error, ")
+                    else err["msg"]
+                ),
+                file=file,
+                phase=phase,
+                step=index,
+                field=".".join(["params", *(str(p) for p in err["loc"])]),
+            )
+            for err in exc.errors()
+        ]
+    return []
+
+
+def _params_problems(
+    definition: EventDefinition, registry: ActionRegistry, file: str | None
+) -> list[Problem]:
+    problems: list[Problem] = []
+    for phase in definition.phases:
+        for index, step in enumerate(phase.steps):
+            found = _check_step(step.action, step.params, registry, file, phase.key, index)
+            problems.extend(found)
+            if not found:
+                problems.extend(_scope_problems(definition, registry, file, phase.key, index, step))
+    return problems
+
+
+def _scope_problems(
+    definition: EventDefinition,
+    registry: ActionRegistry,
+    file: str | None,
+    phase: str,
+    index: int,
+    step: StepDefinition,
+) -> list[Problem]:
+    """Params models may check their text again per scope (``{scope}`` is filled in at run time,
+    and a long scope name can push a message past a platform limit)."""
+    action = registry.get(step.action)
+    params = action.params_model.model_validate(step.params) if action else None
+    check = getattr(params, "problems_for_scope", None)
+    if check is None:
+        return []
+    return [
+        Problem(message, file=file, phase=phase, step=index, field=f"params.{field}")
+        for scope in definition.run_scopes()
+        for field, message in check(scope)
+    ]
+
+
+def _params_problems_raw(raw: dict[str, Any], registry: ActionRegistry, file: str | None) -> list[Problem]:
+    problems: list[Problem] = []
+    phases = raw.get("phases")
+    if not isinstance(phases, list):
+        return problems
+    for p_index, phase in enumerate(phases):
+        if not isinstance(phase, dict) or not isinstance(phase.get("steps"), list):
+            continue
+        for s_index, step in enumerate(phase["steps"]):
+            if isinstance(step, dict):
+                problems.extend(
+                    _check_step(
+                        step.get("action"),
+                        step.get("params"),
+                        registry,
+                        file,
+                        _phase_key(raw, p_index),
+                        s_index,
+                    )
+                )
+    return problems
+
+
+def parse_yaml(text: str, *, file: str | None = None) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise DefinitionError([Problem(f"YAML syntax error{where}: {problem}", file=file)]) from None
+
+
+def load_file(path: str | Path, registry: ActionRegistry) -> EventDefinition:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DefinitionError(
+            [Problem(f"cannot read the file: {exc.strerror or exc}", file=str(path))]
+        ) from None
+    return validate(parse_yaml(text, file=str(path)), registry, file=str(path))
+
+
+def from_spec(spec: dict[str, Any]) -> EventDefinition:
+    """Rebuild a stored version's definition (already validated when it was published)."""
+    return EventDefinition.model_validate(spec)
+
+
+def duration_seconds(value: str | int | float) -> float:
+    """``90``, ``"90s"``, ``"5m"``, ``"1h30m"`` -> seconds."""
+    if isinstance(value, bool):
+        raise ValueError("a duration is a number of seconds or text like '5m' or '1h30m'")
+    if isinstance(value, int | float):
+        return float(value)
+    text = value.strip().lower()
+    match = re.fullmatch(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?", text)
+    if not text or not match or not any(match.groups()):
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is not a duration (use seconds, or text like '5m' or '1h30m')"
+            ) from None
+    days, hours, minutes, seconds = match.groups()
+    return int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes or 0) * 60 + float(seconds or 0)

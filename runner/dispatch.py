@@ -1,0 +1,130 @@
+"""Calling an action and reading its answer.
+
+The answer protocol is the seeds' (§F), kept as plain dicts so an action needs nothing from the
+runner to speak it::
+
+    {"ok": True}                         done
+    {"ok": True, "holdFor": 300}         done, and hold the next step for 300 s
+    {"ok": True, "await": "human"}       parked: a cue waits for a GM's confirm or skip
+    {"ok": False, "retry": False, ...}   terminal failure
+    anything else                        transient failure (retried)
+
+**No shape a failure can take reads as success**: only ``ok is True`` succeeds; a missing,
+truthy or string ``ok`` is a failure; a ``holdFor`` that is not a non-negative number is a
+terminal failure rather than a silent zero.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from runner.registry import Action, ActionRegistry, Envelope
+
+log = logging.getLogger(__name__)
+
+MAX_HOLD_SECONDS = 7 * 24 * 60 * 60
+
+Outcome = Literal["done", "parked", "retry", "terminal"]
+
+
+@dataclass(frozen=True)
+class Classified:
+    outcome: Outcome
+    hold_seconds: float = 0.0
+    error: str | None = None
+    # Whatever the action wants remembered on the step (e.g. where a cue was posted).
+    output: dict[str, Any] | None = None
+
+
+def _error_text(answer: dict[str, Any], fallback: str) -> str:
+    error = answer.get("error")
+    return str(error) if error else fallback
+
+
+def _hold_seconds(value: Any) -> float | None:
+    """A non-negative finite number (a numeric string counts); None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if not isinstance(value, int | float) or math.isnan(value) or value < 0:
+        return None
+    return float(min(value, MAX_HOLD_SECONDS))
+
+
+def classify(answer: Any, action_id: str) -> Classified:
+    """Turn whatever an action returned into one of four outcomes."""
+    if not isinstance(answer, dict):
+        return Classified("retry", error=f"{action_id} answered {type(answer).__name__}, not a result")
+    output = answer.get("output") if isinstance(answer.get("output"), dict) else None
+    if answer.get("__timedOut"):
+        return Classified("retry", error=_error_text(answer, f"{action_id} timed out"))
+    if answer.get("ok") is not True:
+        if answer.get("ok") is False and answer.get("retry") is False:
+            return Classified("terminal", error=_error_text(answer, f"{action_id} failed"), output=output)
+        return Classified("retry", error=_error_text(answer, f"{action_id} did not answer ok"), output=output)
+    if answer.get("await") == "human":
+        return Classified("parked", output=output)
+    if "holdFor" in answer and answer["holdFor"] is not None:
+        hold = _hold_seconds(answer["holdFor"])
+        if hold is None:
+            return Classified(
+                "terminal",
+                error=f"{action_id} answered holdFor={answer['holdFor']!r}, not a number of seconds",
+            )
+        return Classified("done", hold_seconds=hold, output=output)
+    return Classified("done", output=output)
+
+
+async def perform(registry: ActionRegistry, envelope: Envelope, action_id: str) -> Classified:
+    """Dispatch one step. Never raises: every failure becomes an outcome."""
+    action = registry.get(action_id)
+    if action is None:
+        # Terminal at once and never a silent skip: the step names a module nobody loaded.
+        return Classified(
+            "terminal", error=f"no action named {action_id!r} is registered (is its module loaded?)"
+        )
+    try:
+        params = action.params_model.model_validate(envelope.params)
+    except ValidationError as exc:
+        return Classified("terminal", error=f"{action_id} params invalid: {_short(exc)}")
+    return await _call(action, envelope, params)
+
+
+async def _call(action: Action, envelope: Envelope, params: Any) -> Classified:
+    try:
+        async with asyncio.timeout(action.budget_ms / 1000):
+            answer = await action.perform(envelope, params)
+    except TimeoutError:
+        return classify(
+            {"__timedOut": True, "error": f"{action.id} exceeded its budget of {action.budget_ms} ms"},
+            action.id,
+        )
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.warning(
+            "action %s raised during step %s of run %s",
+            action.id,
+            envelope.step_id,
+            envelope.run_id,
+            exc_info=True,
+            extra={"run_id": envelope.run_id, "step_id": envelope.step_id},
+        )
+        return Classified("retry", error=f"{action.id} raised {type(exc).__name__}: {exc}"[:500])
+    return classify(answer, action.id)
+
+
+def _short(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'params'}: {err['msg']}" for err in exc.errors()
+    )[:400]

@@ -1,0 +1,569 @@
+"""The runner: one ``tick`` that moves every due run as far as it can.
+
+One tick, in order:
+
+1. **Reclaim** steps whose runner died: give up on spent ones first, then hand the rest back,
+   never touching ``attempts`` and never touching a parked cue. Stale run leases are dropped.
+2. **Materialise** upcoming occurrences of once/cron definitions (the occurrence key makes a
+   second insert a no-op) and mark **missed** those past their own definition's grace window.
+3. **Advance** each due run, concurrently (one slow action must not hold up the others): take
+   it by compare-and-set, walk its current phase step by step (each step claim re-checks that
+   the run is still ``running``, so a pause pressed mid-batch stops the batch), cross phase
+   boundaries, complete it, and give the lease back with the time it next needs a tick.
+
+The engine knows nothing of Discord; actions reach the outside world through the delivery
+interface they were built with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from runner import catalog
+from runner.clock import Clock, SystemClock
+from runner.definitions import EventDefinition, ManualSchedule
+from runner.dispatch import Classified, perform
+from runner.registry import ActionRegistry, Envelope
+from runner.schedule import occurrences
+from runner.sql import definitions as definitions_sql
+from runner.sql import run_log
+from runner.sql import runs as runs_sql
+from runner.sql import steps as steps_sql
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 3
+RETRY_SECONDS = 30.0
+
+
+def default_owner() -> str:
+    """Who holds a lease: host, process and a random tag, so two runners never share an id."""
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    max_attempts: int = MAX_ATTEMPTS
+    retry_seconds: float = RETRY_SECONDS
+    # How long a run lease lasts before another runner may take the run over. Renewed while a
+    # tick works on the run, so it only matters when the holder died.
+    run_lease_seconds: float = 60.0
+    # A step's lease is its action's budget plus this margin.
+    step_lease_margin_seconds: float = 15.0
+    # The most steps one run advances in one tick, so one long event cannot starve the others.
+    steps_per_tick: int = 25
+    # How many runs one tick advances at the same time (fan-out: 500 announcements at Discord's
+    # 50 per second need many in flight at once).
+    concurrent_runs: int = 64
+    due_batch: int = 1000
+    lookahead_seconds: float = 24 * 3600
+    lookback_seconds: float = 7 * 24 * 3600
+
+
+@dataclass
+class TickReport:
+    reclaimed: int = 0
+    gave_up: int = 0
+    materialised: int = 0
+    missed: int = 0
+    runs_advanced: int = 0
+    steps_dispatched: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class _Abandon(Exception):
+    """Roll back the current transaction: a guard found the run changed underneath us."""
+
+
+@dataclass
+class _Lease:
+    run_id: int
+    until: dt.datetime
+    nudges_seen: int
+
+
+class Runner:
+    MAX_ATTEMPTS = MAX_ATTEMPTS
+    RETRY_SECONDS = RETRY_SECONDS
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        registry: ActionRegistry,
+        *,
+        clock: Clock | None = None,
+        owner: str | None = None,
+        settings: RunnerSettings | None = None,
+    ) -> None:
+        self.engine = engine
+        self.registry = registry
+        self.clock = clock or SystemClock()
+        self.owner = owner or default_owner()
+        self.settings = settings or RunnerSettings()
+        self.versions = catalog.VersionCache()
+        self._tick_lock = asyncio.Lock()
+
+    # ── The tick ──────────────────────────────────────────────────────────
+
+    async def tick(self) -> TickReport:
+        """Advance everything that is due. Database errors in the housekeeping stages propagate
+        (the caller backs off); one run's failure is logged and never stops the others."""
+        async with self._tick_lock:
+            report = TickReport()
+            await self._reclaim(report)
+            await self._materialise(report)
+            await self._mark_missed(report)
+            await self._advance_due(report)
+            return report
+
+    async def next_wake(self) -> dt.datetime | None:
+        async with self.engine.connect() as conn:
+            return await runs_sql.next_wake(conn)
+
+    # ── 1. Reclaim ────────────────────────────────────────────────────────
+
+    async def _reclaim(self, report: TickReport) -> None:
+        now = self.clock.now()
+        async with self.engine.begin() as conn:
+            stale = await steps_sql.stale(conn, now)
+            if stale:
+                outcome = await steps_sql.reclaim_stale(
+                    conn, now, self.settings.max_attempts, step_ids=[int(s["id"]) for s in stale]
+                )
+                report.reclaimed += outcome.reclaimed
+                report.gave_up += outcome.failed
+                await self._after_reclaim(conn, stale, now)
+            await runs_sql.reclaim_stale(conn, now)
+
+    async def _after_reclaim(self, conn: AsyncConnection, stale: Any, now: dt.datetime) -> None:
+        for row in stale:
+            step = await steps_sql.get(conn, int(row["id"]))
+            if step is None:
+                continue
+            run_id = int(step["run_id"])
+            if step["status"] == "failed" and step["last_error"] == steps_sql.GAVE_UP:
+                await run_log.write(
+                    conn, run_id, "step.failed", now, step_id=step["id"], detail={"error": steps_sql.GAVE_UP}
+                )
+                await self._apply_on_failure(conn, run_id, step, steps_sql.GAVE_UP, now)
+            elif step["status"] == "pending":
+                await run_log.write(
+                    conn,
+                    run_id,
+                    "step.reclaimed",
+                    now,
+                    step_id=step["id"],
+                    detail={"attempts": step["attempts"]},
+                )
+            await runs_sql.nudge(conn, run_id, now)
+
+    # ── 2. Occurrences ────────────────────────────────────────────────────
+
+    async def _materialise(self, report: TickReport) -> None:
+        now = self.clock.now()
+        until = now + dt.timedelta(seconds=self.settings.lookahead_seconds)
+        refresh_before = now + dt.timedelta(seconds=self.settings.lookahead_seconds / 2)
+        async with self.engine.connect() as conn:
+            rows = await definitions_sql.list_all(conn)
+        for row in rows:
+            if row["materialised_until"] is not None and row["materialised_until"] > refresh_before:
+                continue
+            async with self.engine.begin() as conn:
+                current = catalog.CurrentDefinition(
+                    int(row["id"]),
+                    int(row["current_version_id"]),
+                    await self.versions.get(conn, int(row["current_version_id"])),
+                )
+                definition = current.definition
+                if not isinstance(definition.schedule, ManualSchedule):
+                    published = await definitions_sql.version(conn, current.version_id)
+                    assert published is not None
+                    floor = max(
+                        published["published_at"], now - dt.timedelta(seconds=self.settings.lookback_seconds)
+                    )
+                    after = max(row["materialised_until"] or floor, floor)
+                    for moment in occurrences(definition, after, until):
+                        for scope in definition.run_scopes():
+                            if await catalog.create_run(conn, current, scope, moment, now, actor="schedule"):
+                                report.materialised += 1
+                await definitions_sql.set_materialised_until(conn, current.definition_id, until)
+
+    async def _mark_missed(self, report: TickReport) -> None:
+        now = self.clock.now()
+        async with self.engine.begin() as conn:
+            for run_id in await runs_sql.find_missed(conn, now):
+                run = await runs_sql.get(conn, run_id)
+                error = "missed: not started within its grace window"
+                if run is None or not await runs_sql.transition(
+                    conn, run_id, "scheduled", "missed", now, error=error
+                ):
+                    continue
+                cancelled = await steps_sql.cancel_open(conn, run_id, now)
+                await run_log.write(
+                    conn,
+                    run_id,
+                    "run.status",
+                    now,
+                    detail={
+                        "from": "scheduled",
+                        "to": "missed",
+                        "scheduled_for": run["scheduled_for"].isoformat(),
+                        "steps_cancelled": cancelled,
+                    },
+                )
+                report.missed += 1
+
+    # ── 3. Advance ────────────────────────────────────────────────────────
+
+    async def _advance_due(self, report: TickReport) -> None:
+        now = self.clock.now()
+        async with self.engine.connect() as conn:
+            due = await runs_sql.find_due(conn, now, self.settings.due_batch)
+        if not due:
+            return
+        gate = asyncio.Semaphore(self.settings.concurrent_runs)
+
+        async def one(row: Any) -> None:
+            async with gate:
+                try:
+                    if await self._advance(row, report):
+                        report.runs_advanced += 1
+                except (sa_exc.OperationalError, sa_exc.InterfaceError, OSError, ConnectionError) as exc:
+                    # A database blip mid-run: the lease expires and the next tick carries on.
+                    report.errors.append(f"run {row['id']}: {exc}")
+                    log.warning(
+                        "run %s: database error while advancing: %s",
+                        row["id"],
+                        exc,
+                        extra={"run_id": row["id"]},
+                    )
+                except Exception as exc:
+                    report.errors.append(f"run {row['id']}: {exc!r}")
+                    log.exception(
+                        "run %s: unexpected error while advancing", row["id"], extra={"run_id": row["id"]}
+                    )
+
+        await asyncio.gather(*(one(row) for row in due))
+
+    async def _advance(self, row: Any, report: TickReport) -> bool:
+        run_id = int(row["id"])
+        lease = await self._take(row)
+        if lease is None:
+            return False
+        wake: dt.datetime | None = None
+        try:
+            wake = await self._drive(lease, report)
+        finally:
+            async with self.engine.begin() as conn:
+                await runs_sql.release_claim(
+                    conn, run_id, self.owner, wake_at=wake, nudges_seen=lease.nudges_seen
+                )
+        return True
+
+    async def _take(self, row: Any) -> _Lease | None:
+        """Take the run's lease: ``scheduled -> starting`` (with the concurrency key) or a free
+        lease on a run in flight. ``None`` when someone else has it or the key is held."""
+        run_id = int(row["id"])
+        now = self.clock.now()
+        until = now + dt.timedelta(seconds=self.settings.run_lease_seconds)
+        async with self.engine.begin() as conn:
+            if row["status"] == "scheduled":
+                holder = await runs_sql.concurrency_holder(conn, row["concurrency_key"], run_id)
+                if holder is not None:
+                    await self._blocked(conn, run_id, row["concurrency_key"], int(holder["id"]), now)
+                    return None
+                try:
+                    async with conn.begin_nested():
+                        won = await runs_sql.claim_start(conn, run_id, self.owner, until, now)
+                except sa_exc.IntegrityError:
+                    # Another runner started a holder of the same key between our check and our
+                    # claim; the slot's unique index refused us.
+                    holder = await runs_sql.concurrency_holder(conn, row["concurrency_key"], run_id)
+                    if holder is not None:
+                        await self._blocked(conn, run_id, row["concurrency_key"], int(holder["id"]), now)
+                    return None
+                if not won:
+                    return None
+                await run_log.write(
+                    conn, run_id, "run.status", now, detail={"from": "scheduled", "to": "starting"}
+                )
+            elif not await runs_sql.claim_tick(conn, run_id, self.owner, until, now):
+                return None
+            run = await runs_sql.get(conn, run_id)
+        assert run is not None
+        return _Lease(run_id, until, int(run["nudges"]))
+
+    async def _blocked(
+        self, conn: AsyncConnection, run_id: int, key: str, holder_id: int, now: dt.datetime
+    ) -> None:
+        error = f"waiting: concurrency key {key!r} is held by run {holder_id}"
+        if await runs_sql.mark_blocked(conn, run_id, holder_id, error, now):
+            await run_log.write(
+                conn, run_id, "run.blocked", now, detail={"key": key, "holder_run_id": holder_id}
+            )
+
+    async def _drive(self, lease: _Lease, report: TickReport) -> dt.datetime | None:
+        """Move one leased run as far as it goes; answer when it next needs a tick."""
+        run_id = lease.run_id
+        dispatched = 0
+        while True:
+            now = self.clock.now()
+            async with self.engine.connect() as conn:
+                run = await runs_sql.get(conn, run_id)
+                if run is None:
+                    return None
+                definition = await self.versions.get(conn, int(run["version_id"]))
+            status = run["status"]
+            if status == "starting":
+                if not await self._enter_first_phase(run, definition, now):
+                    return None
+                continue
+            if status == "ending":
+                await self._complete(run_id, now)
+                return None
+            if status != "running":
+                return None
+            phase = run["current_phase"] or definition.phases[0].key
+            async with self.engine.connect() as conn:
+                open_steps = await steps_sql.open_steps(conn, run_id, phase)
+            if not open_steps:
+                wake = await self._end_phase(run, definition, phase, now)
+                if wake is _CONTINUE:
+                    continue
+                return wake  # type: ignore[return-value]
+            for step in open_steps:
+                now = self.clock.now()
+                if step["status"] == "running":
+                    # Parked (NULL lease): only a human moves it. Leased: its runner is
+                    # dispatching it, or died and the reclaim will hand it back.
+                    return step["claim_expires_at"]
+                if step["due_at"] is not None and step["due_at"] > now:
+                    return step["due_at"]
+                if dispatched >= self.settings.steps_per_tick:
+                    return now
+                verdict = await self._run_step(lease, run, definition, step, report)
+                dispatched += 1
+                if verdict is _NEXT:
+                    continue
+                if verdict is _REREAD:
+                    break
+                return verdict  # type: ignore[return-value]
+
+    async def _enter_first_phase(self, run: Any, definition: EventDefinition, now: dt.datetime) -> bool:
+        first = definition.phases[0]
+        async with self.engine.begin() as conn:
+            await steps_sql.materialise_phase(
+                conn, int(run["id"]), first.key, catalog.phase_step_specs(first), now
+            )
+            if not await runs_sql.transition(
+                conn, int(run["id"]), "starting", "running", now, phase=first.key
+            ):
+                return False
+            await run_log.write(
+                conn, int(run["id"]), "run.status", now, detail={"from": "starting", "to": "running"}
+            )
+            await run_log.write(conn, int(run["id"]), "phase.started", now, detail={"phase": first.key})
+        return True
+
+    async def _end_phase(
+        self, run: Any, definition: EventDefinition, phase: str, now: dt.datetime
+    ) -> dt.datetime | object | None:
+        run_id = int(run["id"])
+        following = definition.next_phase(phase)
+        if following is None and run["held_until"] is not None and run["held_until"] > now:
+            # A wait at the very end holds the end of the event too.
+            return run["held_until"]
+        try:
+            async with self.engine.begin() as conn:
+                await run_log.write(conn, run_id, "phase.completed", now, detail={"phase": phase})
+                if following is None:
+                    if not await runs_sql.transition(conn, run_id, "running", "ending", now):
+                        raise _Abandon
+                    await run_log.write(
+                        conn, run_id, "run.status", now, detail={"from": "running", "to": "ending"}
+                    )
+                else:
+                    await steps_sql.materialise_phase(
+                        conn,
+                        run_id,
+                        following.key,
+                        catalog.phase_step_specs(following),
+                        now,
+                        first_due_at=run["held_until"],
+                    )
+                    # running -> running: the guard is "still running", which is the answer wanted.
+                    if not await runs_sql.transition(
+                        conn, run_id, "running", "running", now, phase=following.key
+                    ):
+                        raise _Abandon
+                    await runs_sql.take_phase_hold(conn, run_id)
+                    await run_log.write(conn, run_id, "phase.started", now, detail={"phase": following.key})
+        except _Abandon:
+            return None
+        if following is None:
+            await self._complete(run_id, now)
+            return None
+        return _CONTINUE
+
+    async def _complete(self, run_id: int, now: dt.datetime) -> None:
+        async with self.engine.begin() as conn:
+            if await runs_sql.transition(conn, run_id, "ending", "completed", now):
+                await run_log.write(
+                    conn, run_id, "run.status", now, detail={"from": "ending", "to": "completed"}
+                )
+
+    # ── One step ──────────────────────────────────────────────────────────
+
+    async def _run_step(
+        self, lease: _Lease, run: Any, definition: EventDefinition, step: Any, report: TickReport
+    ) -> object:
+        run_id = lease.run_id
+        step_id = int(step["id"])
+        action = self.registry.get(step["action_id"])
+        budget = (action.budget_ms if action else 1000) / 1000
+        now = self.clock.now()
+        step_lease = now + dt.timedelta(seconds=budget + self.settings.step_lease_margin_seconds)
+        async with self.engine.begin() as conn:
+            if lease.until < step_lease + dt.timedelta(seconds=self.settings.step_lease_margin_seconds):
+                lease.until = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
+                await runs_sql.renew_claim(conn, run_id, self.owner, lease.until)
+            claimed = await steps_sql.claim(
+                conn, step_id, run_id=run_id, owner=self.owner, lease_until=step_lease, now=now
+            )
+        if not claimed:
+            # Paused or cancelled underneath us, or a human settled this step: look again.
+            return _REREAD
+        report.steps_dispatched += 1
+        envelope = Envelope(
+            actor=run["started_by"],
+            idempotency_key=step["idempotency_key"],
+            params=dict(step["params"] or {}),
+            run_id=run_id,
+            scope=run["scope"],
+            step_id=step_id,
+            verify=False,
+        )
+        outcome = await perform(self.registry, envelope, step["action_id"])
+        attempts = int(step["attempts"]) + 1  # the row was read before our claim counted this one
+        return await self._settle(run, step, attempts, outcome)
+
+    async def _settle(self, run: Any, step: Any, attempts: int, outcome: Classified) -> object:
+        run_id = int(run["id"])
+        step_id = int(step["id"])
+        now = self.clock.now()
+        async with self.engine.begin() as conn:
+            if outcome.outcome == "done":
+                if not await steps_sql.finish(conn, step_id, self.owner, "done", now, result=outcome.output):
+                    return _REREAD
+                detail: dict[str, Any] = {"action": step["action_id"], "attempts": attempts}
+                if outcome.hold_seconds > 0:
+                    hold_until = now + dt.timedelta(seconds=outcome.hold_seconds)
+                    detail["hold_until"] = hold_until.isoformat()
+                    if not await steps_sql.hold_next(
+                        conn, run_id, step["phase"], int(step["seq"]), hold_until
+                    ):
+                        if not await steps_sql.has_pending_after(
+                            conn, run_id, step["phase"], int(step["seq"])
+                        ):
+                            await runs_sql.set_phase_hold(conn, run_id, hold_until)
+                await run_log.write(conn, run_id, "step.done", now, step_id=step_id, detail=detail)
+                return _REREAD if outcome.hold_seconds > 0 else _NEXT
+            if outcome.outcome == "parked":
+                if await steps_sql.park(conn, step_id, self.owner, now, result=outcome.output):
+                    await run_log.write(
+                        conn,
+                        run_id,
+                        "step.parked",
+                        now,
+                        step_id=step_id,
+                        detail={"action": step["action_id"]},
+                    )
+                return None
+            error = outcome.error or "failed"
+            if outcome.outcome == "retry" and attempts < self.settings.max_attempts:
+                due = now + dt.timedelta(seconds=self.settings.retry_seconds)
+                if not await steps_sql.reschedule(conn, step_id, self.owner, due, error, now):
+                    return _REREAD
+                await run_log.write(
+                    conn,
+                    run_id,
+                    "step.retry",
+                    now,
+                    step_id=step_id,
+                    detail={"attempts": attempts, "error": error, "due_at": due.isoformat()},
+                )
+                await self._degrade(conn, run_id, now, f"step {step_id} is being retried: {error}")
+                return due
+            if outcome.outcome == "retry":
+                error = f"gave up after {attempts} attempts: {error}"
+            if not await steps_sql.finish(
+                conn, step_id, self.owner, "failed", now, error=error, result=outcome.output
+            ):
+                return _REREAD
+            await run_log.write(
+                conn,
+                run_id,
+                "step.failed",
+                now,
+                step_id=step_id,
+                detail={"action": step["action_id"], "attempts": attempts, "error": error},
+            )
+            stopped = await self._apply_on_failure(conn, run_id, step, error, now)
+            return None if stopped else _NEXT
+
+    async def _degrade(self, conn: AsyncConnection, run_id: int, now: dt.datetime, reason: str) -> None:
+        if await runs_sql.degrade(conn, run_id, now):
+            await run_log.write(conn, run_id, "run.degraded", now, detail={"reason": reason[:300]})
+
+    async def _apply_on_failure(
+        self, conn: AsyncConnection, run_id: int, step: Any, error: str, now: dt.datetime
+    ) -> bool:
+        """The step is written failed; now its ``on_failure`` acts on the run. True if the run
+        stopped (paused or failed)."""
+        await self._degrade(conn, run_id, now, f"step {step['id']} failed: {error}")
+        disposition = step["on_failure"]
+        message = f"step {step['id']} ({step['action_id']}) failed: {error}"
+        if disposition == "pause":
+            if await runs_sql.transition(conn, run_id, "running", "paused", now, error=message):
+                await run_log.write(
+                    conn,
+                    run_id,
+                    "run.status",
+                    now,
+                    step_id=step["id"],
+                    detail={"from": "running", "to": "paused", "reason": "step failed", "error": error},
+                )
+            return True
+        if disposition == "abort_run":
+            if await runs_sql.transition(conn, run_id, ("running", "paused"), "failed", now, error=message):
+                cancelled = await steps_sql.cancel_open(conn, run_id, now)
+                await run_log.write(
+                    conn,
+                    run_id,
+                    "run.status",
+                    now,
+                    step_id=step["id"],
+                    detail={
+                        "to": "failed",
+                        "reason": "step failed",
+                        "error": error,
+                        "steps_cancelled": cancelled,
+                    },
+                )
+            return True
+        return False
+
+
+_NEXT = object()
+_REREAD = object()
+_CONTINUE = object()

@@ -1,0 +1,67 @@
+"""Errors the runner raises on purpose.
+
+``UserFacingError`` and its children carry a message written for a moderator or an author: the
+front ends show it as it is. Anything else reaching a front end is a bug and gets logged with a
+traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class UserFacingError(Exception):
+    """Something went wrong that the person who asked can act on."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or self.__doc__ or "")
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a definition, and where: file, phase key, step index, field."""
+
+    message: str
+    file: str | None = None
+    phase: str | None = None
+    step: int | None = None
+    field: str | None = None
+
+    def where(self) -> str:
+        parts = []
+        if self.file:
+            parts.append(self.file)
+        if self.phase is not None:
+            parts.append(f"phase {self.phase!r}")
+        if self.step is not None:
+            parts.append(f"step {self.step}")
+        if self.field:
+            parts.append(f"field {self.field!r}")
+        return ", ".join(parts) or "definition"
+
+    def __str__(self) -> str:
+        return f"{self.where()}: {self.message}"
+
+
+class DefinitionError(UserFacingError):
+    """The event definition is not valid."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class RegistrationError(Exception):
+    """An action module tried to register something malformed (a programming error)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+class UnknownDefinition(UserFacingError):
+    """There is no published event with that key."""

@@ -1,0 +1,132 @@
+"""The action registry: the verbs a step may name.
+
+Modules register actions through a staging area that checks each entry's shape before any of
+them is applied, so an action that would not register is never one the runner has to survive,
+and a module with one malformed entry registers nothing rather than half of itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from runner.errors import RegistrationError
+
+ACTION_ID = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+RISKS = ("none", "notify", "moderate", "destructive")
+REVERSIBLE = ("none", "manual", "automatic")
+
+Perform = Callable[["Envelope", BaseModel], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """What an action is handed: exactly these seven fields, no more (seed §F)."""
+
+    actor: str | None
+    idempotency_key: str
+    params: dict[str, Any]
+    run_id: int
+    scope: str
+    step_id: int
+    verify: bool
+
+
+@dataclass(frozen=True)
+class Action:
+    """One verb. ``perform(envelope, params)`` gets the envelope and the params already parsed
+    by ``params_model``; with ``envelope.verify`` true it must check without acting and answer
+    ``{"ok": True}`` or ``{"ok": False, "retry": False, "problems": [...]}``."""
+
+    id: str
+    label: str
+    risk: str
+    reversible: str
+    version: int
+    budget_ms: int
+    params_model: type[BaseModel]
+    perform: Perform
+    # Why a step of this action may be slow to settle; shown in status views.
+    description: str = ""
+
+
+@dataclass
+class Staging:
+    owner: str
+    staged: list[Action] = field(default_factory=list)
+
+    def register(self, actions: Iterable[Action]) -> None:
+        self.staged.extend(actions)
+
+
+def _problems(action: Any) -> list[str]:
+    if not isinstance(action, Action):
+        return [f"expected an Action, got {type(action).__name__}"]
+    problems = []
+    if not isinstance(action.id, str) or not ACTION_ID.match(action.id):
+        problems.append(f"id {action.id!r} must look like 'module.verb' (lower case, dotted)")
+    if not isinstance(action.label, str) or not action.label.strip():
+        problems.append("label must be a non-empty string")
+    if action.risk not in RISKS:
+        problems.append(f"risk {action.risk!r} must be one of {', '.join(RISKS)}")
+    if action.reversible not in REVERSIBLE:
+        problems.append(f"reversible {action.reversible!r} must be one of {', '.join(REVERSIBLE)}")
+    if not isinstance(action.version, int) or isinstance(action.version, bool) or action.version < 1:
+        problems.append(f"version {action.version!r} must be a positive integer")
+    if not isinstance(action.budget_ms, int) or isinstance(action.budget_ms, bool) or action.budget_ms <= 0:
+        problems.append(f"budget_ms {action.budget_ms!r} must be a positive integer")
+    if not (isinstance(action.params_model, type) and issubclass(action.params_model, BaseModel)):
+        problems.append("params_model must be a pydantic model class")
+    if not inspect.iscoroutinefunction(action.perform):
+        problems.append("perform must be an async function")
+    return problems
+
+
+class ActionRegistry:
+    def __init__(self) -> None:
+        self._actions: dict[str, Action] = {}
+
+    def stage(self, owner: str) -> Staging:
+        return Staging(owner)
+
+    def apply(self, staging: Staging) -> None:
+        """Check every staged entry; apply all of them or none."""
+        problems: list[str] = []
+        seen: set[str] = set()
+        for index, action in enumerate(staging.staged):
+            name = getattr(action, "id", f"#{index}")
+            problems.extend(f"{staging.owner}: action {name}: {p}" for p in _problems(action))
+            if isinstance(action, Action):
+                if action.id in seen:
+                    problems.append(f"{staging.owner}: action {action.id}: registered twice in one module")
+                elif action.id in self._actions:
+                    problems.append(
+                        f"{staging.owner}: action {action.id}: already registered by another module"
+                    )
+                seen.add(action.id)
+        if problems:
+            raise RegistrationError(problems)
+        for action in staging.staged:
+            self._actions[action.id] = action
+
+    def register(self, owner: str, actions: Iterable[Action]) -> None:
+        staging = self.stage(owner)
+        staging.register(actions)
+        self.apply(staging)
+
+    def get(self, action_id: str) -> Action | None:
+        return self._actions.get(action_id)
+
+    def __contains__(self, action_id: str) -> bool:
+        return action_id in self._actions
+
+    def ids(self) -> list[str]:
+        return sorted(self._actions)
+
+    def max_budget_ms(self) -> int:
+        return max((a.budget_ms for a in self._actions.values()), default=1000)

@@ -1,0 +1,40 @@
+"""When a definition's occurrences fall.
+
+Cron expressions are evaluated in the definition's IANA time zone by ``cronsim`` (a maintained
+library), so "every Friday at 20:00 Europe/Berlin" stays at 20:00 local across DST changes; the
+instants handed back are naive UTC like everything else the runner stores.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import zoneinfo
+from collections.abc import Iterator
+
+from cronsim import CronSim
+
+from runner.clock import to_naive_utc
+from runner.definitions import CronSchedule, EventDefinition, OnceSchedule
+
+# A tick never works out more than this many occurrences of one definition at once, so a cron
+# of "every minute" after a week of downtime cannot flood the table.
+MAX_OCCURRENCES_PER_PASS = 50
+
+
+def occurrences(definition: EventDefinition, after: dt.datetime, until: dt.datetime) -> Iterator[dt.datetime]:
+    """Occurrences in ``(after, until]``, naive UTC, in order."""
+    schedule = definition.schedule
+    if isinstance(schedule, OnceSchedule):
+        at = to_naive_utc(schedule.at)
+        if after < at <= until:
+            yield at
+        return
+    if isinstance(schedule, CronSchedule):
+        zone = zoneinfo.ZoneInfo(schedule.timezone)
+        start = after.replace(tzinfo=dt.UTC).astimezone(zone)
+        for count, local in enumerate(CronSim(schedule.cron, start)):
+            moment = to_naive_utc(local)
+            if moment > until or count >= MAX_OCCURRENCES_PER_PASS:
+                return
+            if moment > after:
+                yield moment

@@ -1,0 +1,200 @@
+"""The runner's tables, as SQLAlchemy Core metadata.
+
+One module for the whole schema so that a reader sees every column, enum, default and index
+in one place; the statements that read and write these tables live next to them in
+``runner/sql/`` (one module per table group).
+
+Conventions that the statements rely on:
+
+* Every datetime is **naive UTC** and comes from Python's clock (``runner.clock``), never from
+  the server's ``NOW()``: the tests drive time, and two servers' clocks never agree.
+* On MariaDB a plain ``DATETIME`` truncates to the second, which would make "due at 12:00:00.4"
+  and "now is 12:00:00.9" compare equal. ``DATETIME(6)`` keeps the microseconds.
+* ``scope`` is ``NOT NULL DEFAULT ''`` because MariaDB lets any number of NULLs through a unique
+  index: a NULL scope would let two runs of one occurrence exist.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+
+metadata = sa.MetaData()
+
+# The run and step state machines (see ../shared/DESIGN.md). Kept as tuples so the engine and the
+# controls name their guards from the same source as the ENUMs.
+RUN_STATUSES = (
+    "scheduled",
+    "starting",
+    "running",
+    "paused",
+    "ending",
+    "completed",
+    "cancelled",
+    "failed",
+    "missed",
+)
+RUN_IN_FLIGHT = ("scheduled", "starting", "running", "paused", "ending")
+RUN_TERMINAL = ("completed", "cancelled", "failed", "missed")
+# Statuses the tick advances; a paused run is in flight but only a human moves it.
+RUN_TICKABLE = ("scheduled", "starting", "running", "ending")
+# Statuses that hold a concurrency key: a scheduled run has not taken it yet.
+RUN_HOLDS_KEY = ("starting", "running", "paused", "ending")
+RUN_HEALTH = ("ok", "degraded", "stalled")
+
+STEP_STATUSES = ("pending", "running", "done", "failed", "skipped", "refused", "cancelled")
+STEP_OPEN = ("pending", "running")
+ON_FAILURE = ("skip", "pause", "abort_run")
+
+
+def _utc_datetime() -> sa.types.TypeEngine:
+    """Naive-UTC datetime with microseconds on every backend."""
+    return sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+
+
+def _big_id() -> sa.types.TypeEngine:
+    # SQLite only auto-increments an ``INTEGER PRIMARY KEY``; MariaDB gets a BIGINT.
+    return sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
+def _enum(name: str, values: tuple[str, ...]) -> sa.Enum:
+    # Native ENUM on MariaDB ("is `missed` a legal value" is part of the contract); a VARCHAR
+    # with a CHECK on SQLite so a typo in a status is refused there too.
+    return sa.Enum(*values, name=name, native_enum=True, create_constraint=True)
+
+
+definitions = sa.Table(
+    "event_definitions",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("key", sa.String(64), nullable=False),
+    sa.Column("title", sa.String(200), nullable=False),
+    sa.Column("grace_seconds", sa.Integer, nullable=False, server_default=sa.text("900")),
+    sa.Column("current_version_id", sa.Integer, nullable=True),
+    # Occurrences of a once/cron schedule are materialised ahead of time up to this instant, so
+    # a tick only works out the ones after it instead of re-inserting every one every tick.
+    sa.Column("materialised_until", _utc_datetime(), nullable=True),
+    sa.Column("created_at", _utc_datetime(), nullable=False),
+    sa.Column("updated_at", _utc_datetime(), nullable=False),
+    sa.UniqueConstraint("key", name="uq_evdef_key"),
+)
+
+versions = sa.Table(
+    "event_versions",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "definition_id",
+        sa.Integer,
+        sa.ForeignKey("event_definitions.id", name="fk_evver_definition"),
+        nullable=False,
+    ),
+    sa.Column("version", sa.Integer, nullable=False),
+    # sha256 of the canonical JSON of the validated definition: publishing identical content
+    # again compares equal and is a no-op.
+    sa.Column("content_hash", sa.String(64), nullable=False),
+    sa.Column("spec", sa.JSON, nullable=False),
+    sa.Column("source", sa.String(500), nullable=True),
+    sa.Column("published_by", sa.String(100), nullable=True),
+    sa.Column("published_at", _utc_datetime(), nullable=False),
+    sa.UniqueConstraint("definition_id", "version", name="uq_evver_number"),
+)
+
+runs = sa.Table(
+    "event_runs",
+    metadata,
+    sa.Column("id", _big_id(), primary_key=True, autoincrement=True),
+    sa.Column(
+        "definition_id",
+        sa.Integer,
+        sa.ForeignKey("event_definitions.id", name="fk_evrun_definition"),
+        nullable=False,
+    ),
+    sa.Column(
+        "version_id", sa.Integer, sa.ForeignKey("event_versions.id", name="fk_evrun_version"), nullable=False
+    ),
+    sa.Column("scope", sa.String(190), nullable=False, server_default=""),
+    sa.Column("status", _enum("run_status", RUN_STATUSES), nullable=False, server_default="scheduled"),
+    sa.Column("health", _enum("run_health", RUN_HEALTH), nullable=False, server_default="ok"),
+    sa.Column("current_phase", sa.String(64), nullable=True),
+    sa.Column("scheduled_for", _utc_datetime(), nullable=False),
+    sa.Column("concurrency_key", sa.String(190), nullable=True),
+    sa.Column("rehearsal", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("started_by", sa.String(100), nullable=True),
+    sa.Column("started_at", _utc_datetime(), nullable=True),
+    sa.Column("ended_at", _utc_datetime(), nullable=True),
+    sa.Column("claimed_by", sa.String(64), nullable=True),
+    sa.Column("claim_expires_at", _utc_datetime(), nullable=True),
+    sa.Column("last_error", sa.String(500), nullable=True),
+    # When the tick should next look at this run; NULL when nothing the tick can do will move it
+    # (parked on a cue, paused, ended). The tick's due query reads only this index, which keeps
+    # a tick over ten thousand dormant runs as cheap as one over ten.
+    sa.Column("wake_at", _utc_datetime(), nullable=True),
+    # A wait at the very end of a phase holds the first step of the next phase, which does not
+    # exist yet; the hold waits here until that phase is materialised.
+    sa.Column("held_until", _utc_datetime(), nullable=True),
+    # The run holding our concurrency key when we last looked: `run.blocked` is logged when this
+    # changes, not on every tick.
+    sa.Column("blocked_by", _big_id(), nullable=True),
+    # The concurrency key while this run holds it, NULL otherwise. Its unique index, not the
+    # check before the claim, is what stops two runners starting two holders of one key at once.
+    sa.Column("concurrency_slot", sa.String(190), nullable=True),
+    # Bumped by every control that should wake the run. A tick that read one value releases the
+    # run with the wake time it worked out only if nobody nudged it meanwhile; otherwise a GM's
+    # confirm landing mid-tick would be overwritten by "parked, nothing to do".
+    sa.Column("nudges", sa.Integer, nullable=False, server_default=sa.text("0")),
+    sa.Column("created_at", _utc_datetime(), nullable=False),
+    sa.Column("updated_at", _utc_datetime(), nullable=False),
+    sa.UniqueConstraint("definition_id", "scope", "scheduled_for", name="uq_evrun_occurrence"),
+    sa.UniqueConstraint("concurrency_slot", name="uq_evrun_concurrency_slot"),
+    sa.Index("idx_evrun_due", "status", "scheduled_for"),
+    sa.Index("idx_evrun_concurrency", "concurrency_key", "status"),
+    sa.Index("idx_evrun_wake", "wake_at"),
+)
+
+steps = sa.Table(
+    "event_run_steps",
+    metadata,
+    sa.Column("id", _big_id(), primary_key=True, autoincrement=True),
+    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evstep_run"), nullable=False),
+    sa.Column("phase", sa.String(64), nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("label", sa.String(200), nullable=True),
+    sa.Column("action_id", sa.String(96), nullable=False),
+    sa.Column("params", sa.JSON, nullable=True),
+    sa.Column("action_version", sa.Integer, nullable=False, server_default=sa.text("1")),
+    sa.Column("status", _enum("step_status", STEP_STATUSES), nullable=False, server_default="pending"),
+    sa.Column("due_at", _utc_datetime(), nullable=True),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default=sa.text("0")),
+    sa.Column("on_failure", _enum("step_on_failure", ON_FAILURE), nullable=False, server_default="pause"),
+    sa.Column("idempotency_key", sa.String(40), nullable=False),
+    sa.Column("claimed_by", sa.String(64), nullable=True),
+    sa.Column("claim_expires_at", _utc_datetime(), nullable=True),
+    sa.Column("last_error", sa.String(500), nullable=True),
+    # What the action reported back (e.g. where a cue was posted, so it can be edited later).
+    sa.Column("result", sa.JSON, nullable=True),
+    # Who settled a step by hand (confirm / skip) and the note they left.
+    sa.Column("settled_by", sa.String(100), nullable=True),
+    sa.Column("note", sa.String(500), nullable=True),
+    sa.Column("started_at", _utc_datetime(), nullable=True),
+    sa.Column("finished_at", _utc_datetime(), nullable=True),
+    sa.Column("created_at", _utc_datetime(), nullable=False),
+    sa.Column("updated_at", _utc_datetime(), nullable=False),
+    sa.UniqueConstraint("run_id", "phase", "seq", name="uq_evstep_slot"),
+    sa.Index("idx_evstep_due", "status", "due_at"),
+    # The reclaim scans expired leases; parked steps (NULL lease) must not cost it anything.
+    sa.Index("idx_evstep_lease", "status", "claim_expires_at"),
+)
+
+run_log = sa.Table(
+    "event_run_log",
+    metadata,
+    sa.Column("id", _big_id(), primary_key=True, autoincrement=True),
+    sa.Column("run_id", _big_id(), nullable=False),
+    sa.Column("step_id", _big_id(), nullable=True),
+    sa.Column("kind", sa.String(48), nullable=False),
+    sa.Column("actor", sa.String(100), nullable=True),
+    sa.Column("detail", sa.JSON, nullable=True),
+    sa.Column("at", _utc_datetime(), nullable=False),
+    sa.Index("idx_evlog_run", "run_id", "id"),
+)

@@ -1,0 +1,115 @@
+"""Statements on ``event_definitions`` and ``event_versions``.
+
+A version is immutable once written: publishing inserts a new row or, for identical content,
+nothing at all. A run pins the version it was created from.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from runner.schema import definitions, versions
+
+Row = sa.RowMapping
+
+
+async def by_key(conn: AsyncConnection, key: str) -> Row | None:
+    return (await conn.execute(sa.select(definitions).where(definitions.c.key == key))).mappings().first()
+
+
+async def by_id(conn: AsyncConnection, definition_id: int) -> Row | None:
+    query = sa.select(definitions).where(definitions.c.id == definition_id)
+    return (await conn.execute(query)).mappings().first()
+
+
+async def insert_definition(
+    conn: AsyncConnection, *, key: str, title: str, grace_seconds: int, now: dt.datetime
+) -> int:
+    result = await conn.execute(
+        sa.insert(definitions).values(
+            key=key, title=title, grace_seconds=grace_seconds, created_at=now, updated_at=now
+        )
+    )
+    return int(result.inserted_primary_key[0])
+
+
+async def latest_version(conn: AsyncConnection, definition_id: int) -> Row | None:
+    query = (
+        sa.select(versions)
+        .where(versions.c.definition_id == definition_id)
+        .order_by(versions.c.version.desc())
+        .limit(1)
+    )
+    return (await conn.execute(query)).mappings().first()
+
+
+async def version(conn: AsyncConnection, version_id: int) -> Row | None:
+    return (await conn.execute(sa.select(versions).where(versions.c.id == version_id))).mappings().first()
+
+
+async def insert_version(
+    conn: AsyncConnection,
+    *,
+    definition_id: int,
+    number: int,
+    content_hash: str,
+    spec: dict[str, Any],
+    source: str | None,
+    published_by: str | None,
+    now: dt.datetime,
+) -> int:
+    result = await conn.execute(
+        sa.insert(versions).values(
+            definition_id=definition_id,
+            version=number,
+            content_hash=content_hash,
+            spec=spec,
+            source=source,
+            published_by=published_by,
+            published_at=now,
+        )
+    )
+    return int(result.inserted_primary_key[0])
+
+
+async def point_at_version(
+    conn: AsyncConnection,
+    definition_id: int,
+    version_id: int,
+    *,
+    title: str,
+    grace_seconds: int,
+    now: dt.datetime,
+) -> None:
+    await conn.execute(
+        sa.update(definitions)
+        .where(definitions.c.id == definition_id)
+        .values(
+            current_version_id=version_id,
+            title=title,
+            grace_seconds=grace_seconds,
+            # A new version may carry a new schedule: work its occurrences out afresh.
+            materialised_until=None,
+            updated_at=now,
+        )
+    )
+
+
+async def list_all(conn: AsyncConnection) -> Sequence[Row]:
+    query = (
+        sa.select(definitions, versions.c.version, versions.c.spec)
+        .join(versions, versions.c.id == definitions.c.current_version_id)
+        .order_by(definitions.c.key)
+    )
+    return (await conn.execute(query)).mappings().all()
+
+
+async def set_materialised_until(conn: AsyncConnection, definition_id: int, until: dt.datetime) -> None:
+    await conn.execute(
+        sa.update(definitions).where(definitions.c.id == definition_id).values(materialised_until=until)
+    )

@@ -1,0 +1,323 @@
+"""Statements on ``event_runs``.
+
+Every statement that decides who owns a run is a compare-and-set whose WHERE clause carries the
+state it expects *and* whose SET moves that state, so that under MariaDB's matched-rows count
+(``CLIENT_FOUND_ROWS``) the loser of a race matches nothing and is told 0. The one deliberate
+exception is ``transition(running -> running)``, where "still running" is the answer wanted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from runner.db import insert_ignore
+from runner.schema import RUN_HOLDS_KEY, RUN_TERMINAL, RUN_TICKABLE, definitions, runs
+
+Row = sa.RowMapping
+
+
+async def insert(
+    conn: AsyncConnection,
+    *,
+    definition_id: int,
+    version_id: int,
+    scope: str,
+    scheduled_for: dt.datetime,
+    concurrency_key: str | None,
+    now: dt.datetime,
+    rehearsal: bool = False,
+    started_by: str | None = None,
+) -> int | None:
+    """Create one occurrence; ``None`` when ``uq_evrun_occurrence`` already holds it."""
+    result = await conn.execute(
+        insert_ignore(conn, runs).values(
+            definition_id=definition_id,
+            version_id=version_id,
+            scope=scope,
+            scheduled_for=scheduled_for,
+            concurrency_key=concurrency_key,
+            rehearsal=rehearsal,
+            started_by=started_by,
+            wake_at=scheduled_for,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    if result.rowcount != 1:
+        return None
+    return int(result.inserted_primary_key[0])
+
+
+async def get(conn: AsyncConnection, run_id: int) -> Row | None:
+    return (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).mappings().first()
+
+
+async def claim_start(
+    conn: AsyncConnection, run_id: int, owner: str, lease_until: dt.datetime, now: dt.datetime
+) -> bool:
+    """``scheduled -> starting``: exactly one caller wins. ``started_at`` is stamped once.
+
+    Taking the run's concurrency slot here is what makes the key hold under a race: a second
+    runner starting another run of the same key fails on ``uq_evrun_concurrency_slot``.
+    """
+    result = await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id, runs.c.status == "scheduled")
+        .values(
+            status="starting",
+            claimed_by=owner,
+            claim_expires_at=lease_until,
+            started_at=sa.func.coalesce(runs.c.started_at, now),
+            concurrency_slot=runs.c.concurrency_key,
+            blocked_by=None,
+            updated_at=now,
+        )
+    )
+    return result.rowcount == 1
+
+
+async def claim_tick(
+    conn: AsyncConnection, run_id: int, owner: str, lease_until: dt.datetime, now: dt.datetime
+) -> bool:
+    """Take the lease of a run in flight. No owner-matches escape: a live lease refuses its own
+    holder, or one tick that overran into the next would advance one run twice."""
+    result = await conn.execute(
+        sa.update(runs)
+        .where(
+            runs.c.id == run_id,
+            runs.c.status.in_(("starting", "running", "ending")),
+            sa.or_(runs.c.claim_expires_at.is_(None), runs.c.claim_expires_at < now),
+        )
+        .values(claimed_by=owner, claim_expires_at=lease_until)
+    )
+    return result.rowcount == 1
+
+
+async def renew_claim(conn: AsyncConnection, run_id: int, owner: str, lease_until: dt.datetime) -> bool:
+    result = await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id, runs.c.claimed_by == owner, runs.c.claim_expires_at < lease_until)
+        .values(claim_expires_at=lease_until)
+    )
+    return result.rowcount == 1
+
+
+async def release_claim(
+    conn: AsyncConnection,
+    run_id: int,
+    owner: str,
+    *,
+    wake_at: dt.datetime | None,
+    nudges_seen: int,
+) -> bool:
+    """Give the lease back and say when the run next needs a tick.
+
+    The wake time is only written if no control nudged the run while this tick held it.
+    """
+    result = await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id, runs.c.claimed_by == owner)
+        .values(
+            claimed_by=None,
+            claim_expires_at=None,
+            wake_at=sa.case(
+                (runs.c.status.notin_(RUN_TICKABLE), None),
+                (runs.c.nudges == nudges_seen, wake_at),
+                else_=runs.c.wake_at,
+            ),
+        )
+    )
+    return result.rowcount == 1
+
+
+async def nudge(conn: AsyncConnection, run_id: int, now: dt.datetime) -> None:
+    """Wake a run at once (after a control changed something the tick should act on)."""
+    await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id, runs.c.status.in_(RUN_TICKABLE))
+        .values(wake_at=now, nudges=runs.c.nudges + 1)
+    )
+
+
+async def transition(
+    conn: AsyncConnection,
+    run_id: int,
+    from_statuses: str | Iterable[str],
+    to: str,
+    now: dt.datetime,
+    *,
+    phase: str | None = None,
+    error: str | None = None,
+    wake_at: dt.datetime | None = None,
+) -> bool:
+    """A guarded status move; 0 rows means the run was no longer in ``from_statuses``.
+
+    Terminal statuses stamp ``ended_at`` once, drop the lease and free the concurrency slot.
+    """
+    froms = (from_statuses,) if isinstance(from_statuses, str) else tuple(from_statuses)
+    values: dict[str, Any] = {"status": to, "updated_at": now}
+    if phase is not None:
+        values["current_phase"] = phase
+    if error is not None:
+        values["last_error"] = error[:500]
+    if to in RUN_TERMINAL:
+        values.update(
+            ended_at=sa.func.coalesce(runs.c.ended_at, now),
+            claimed_by=None,
+            claim_expires_at=None,
+            concurrency_slot=None,
+            wake_at=None,
+        )
+    elif to == "paused":
+        values["wake_at"] = None
+    elif wake_at is not None:
+        values["wake_at"] = wake_at
+        values["nudges"] = runs.c.nudges + 1
+    result = await conn.execute(
+        sa.update(runs).where(runs.c.id == run_id, runs.c.status.in_(froms)).values(**values)
+    )
+    return result.rowcount == 1
+
+
+async def degrade(conn: AsyncConnection, run_id: int, now: dt.datetime) -> bool:
+    """``ok -> degraded``; True only for the call that changed it (so it is logged once)."""
+    result = await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id, runs.c.health == "ok")
+        .values(health="degraded", updated_at=now)
+    )
+    return result.rowcount == 1
+
+
+async def set_last_error(conn: AsyncConnection, run_id: int, error: str | None, now: dt.datetime) -> None:
+    await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id)
+        .values(last_error=error[:500] if error else None, updated_at=now)
+    )
+
+
+async def concurrency_holder(conn: AsyncConnection, key: str | None, except_id: int) -> Row | None:
+    if not key:
+        return None
+    query = (
+        sa.select(runs.c.id, runs.c.status, runs.c.definition_id, runs.c.scope)
+        .where(runs.c.concurrency_key == key, runs.c.id != except_id, runs.c.status.in_(RUN_HOLDS_KEY))
+        .order_by(runs.c.id)
+        .limit(1)
+    )
+    return (await conn.execute(query)).mappings().first()
+
+
+async def mark_blocked(
+    conn: AsyncConnection, run_id: int, holder_id: int, error: str, now: dt.datetime
+) -> bool:
+    """Record who holds our key; True only when the holder changed (log ``run.blocked`` once)."""
+    result = await conn.execute(
+        sa.update(runs)
+        .where(
+            runs.c.id == run_id,
+            runs.c.status == "scheduled",
+            sa.or_(runs.c.blocked_by.is_(None), runs.c.blocked_by != holder_id),
+        )
+        .values(blocked_by=holder_id, last_error=error[:500], updated_at=now)
+    )
+    return result.rowcount == 1
+
+
+async def find_due(conn: AsyncConnection, now: dt.datetime, limit: int) -> Sequence[Row]:
+    """Runs the tick should look at: woken, due, and with no live lease.
+
+    Reads ``idx_evrun_wake`` only: dormant runs (future wake, or NULL for parked and paused
+    ones) are never visited.
+    """
+    query = (
+        sa.select(runs.c.id, runs.c.status, runs.c.scheduled_for, runs.c.concurrency_key)
+        .where(
+            runs.c.wake_at <= now,
+            runs.c.status.in_(RUN_TICKABLE),
+            runs.c.scheduled_for <= now,
+            sa.or_(runs.c.claim_expires_at.is_(None), runs.c.claim_expires_at < now),
+        )
+        .order_by(runs.c.wake_at, runs.c.id)
+        .limit(limit)
+    )
+    return (await conn.execute(query)).mappings().all()
+
+
+async def next_wake(conn: AsyncConnection) -> dt.datetime | None:
+    """The earliest time any run wants a tick (the bot's loop sleeps until then)."""
+    return (await conn.execute(sa.select(sa.func.min(runs.c.wake_at)))).scalar()
+
+
+async def reclaim_stale(conn: AsyncConnection, now: dt.datetime) -> int:
+    """Drop run leases whose holder died; ``claim_tick`` would take them anyway, this makes the
+    table say so."""
+    result = await conn.execute(
+        sa.update(runs)
+        .where(runs.c.claim_expires_at.is_not(None), runs.c.claim_expires_at < now)
+        .values(claimed_by=None, claim_expires_at=None)
+    )
+    return result.rowcount
+
+
+async def find_missed(conn: AsyncConnection, now: dt.datetime) -> list[int]:
+    """Scheduled runs past their own definition's grace window.
+
+    The range on ``scheduled_for < now`` keeps this on ``idx_evrun_due`` (a run not yet due
+    cannot be missed); the grace comparison is made here rather than with backend-specific
+    interval arithmetic, so both backends run the same statement.
+    """
+    query = (
+        sa.select(runs.c.id, runs.c.scheduled_for, definitions.c.grace_seconds)
+        .join(definitions, definitions.c.id == runs.c.definition_id)
+        .where(runs.c.status == "scheduled", runs.c.scheduled_for < now)
+        .order_by(runs.c.id)
+    )
+    rows = (await conn.execute(query)).mappings().all()
+    return [
+        int(row["id"])
+        for row in rows
+        if row["scheduled_for"] + dt.timedelta(seconds=int(row["grace_seconds"])) < now
+    ]
+
+
+async def set_phase_hold(conn: AsyncConnection, run_id: int, due_at: dt.datetime) -> bool:
+    """Hold the next phase's first step (not yet materialised); never pulls a hold earlier."""
+    result = await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id, sa.or_(runs.c.held_until.is_(None), runs.c.held_until < due_at))
+        .values(held_until=due_at)
+    )
+    return result.rowcount == 1
+
+
+async def take_phase_hold(conn: AsyncConnection, run_id: int) -> None:
+    await conn.execute(sa.update(runs).where(runs.c.id == run_id).values(held_until=None))
+
+
+async def list_runs(
+    conn: AsyncConnection,
+    *,
+    statuses: Sequence[str] | None = None,
+    definition_id: int | None = None,
+    limit: int = 50,
+) -> Sequence[Row]:
+    query = (
+        sa.select(
+            runs, definitions.c.key.label("definition_key"), definitions.c.title.label("definition_title")
+        )
+        .join(definitions, definitions.c.id == runs.c.definition_id)
+        .order_by(runs.c.id.desc())
+        .limit(limit)
+    )
+    if statuses:
+        query = query.where(runs.c.status.in_(statuses))
+    if definition_id is not None:
+        query = query.where(runs.c.definition_id == definition_id)
+    return (await conn.execute(query)).mappings().all()

@@ -1,0 +1,380 @@
+"""Statements on ``event_run_steps``.
+
+A step is *leased* when ``running`` with a future ``claim_expires_at`` (a runner is dispatching
+it) and *parked* when ``running`` with ``claim_expires_at IS NULL`` (a cue waiting for a human).
+That pair, and only that pair, is what confirm and skip may touch, and what the reclaim must
+never touch. ``attempts`` has exactly one writer: the claim.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from runner.db import insert_ignore
+from runner.schema import runs, steps
+
+Row = sa.RowMapping
+
+GAVE_UP = "gave up after repeated interruptions"
+
+_parked = sa.and_(steps.c.status == "running", steps.c.claim_expires_at.is_(None))
+_stale = sa.and_(steps.c.status == "running", steps.c.claim_expires_at.is_not(None))
+
+
+def new_idempotency_key() -> str:
+    """40 hex characters, drawn once when the step row is created and never again: every
+    attempt of the step sends the same key, and no two steps (or two databases) share one."""
+    return secrets.token_hex(20)
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    action_id: str
+    params: dict[str, Any]
+    on_failure: str = "pause"
+    action_version: int = 1
+    label: str | None = None
+
+
+async def materialise_phase(
+    conn: AsyncConnection,
+    run_id: int,
+    phase: str,
+    specs: Sequence[StepSpec],
+    now: dt.datetime,
+    *,
+    first_due_at: dt.datetime | None = None,
+) -> int:
+    """Create a phase's steps; re-materialising is a no-op thanks to ``uq_evstep_slot`` (and
+    cannot overwrite an idempotency key a dispatch already sent)."""
+    if not specs:
+        return 0
+    rows = [
+        {
+            "run_id": run_id,
+            "phase": phase,
+            "seq": seq,
+            "label": spec.label,
+            "action_id": spec.action_id,
+            "params": spec.params,
+            "action_version": spec.action_version,
+            "on_failure": spec.on_failure,
+            "idempotency_key": new_idempotency_key(),
+            "due_at": first_due_at if seq == 0 else None,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for seq, spec in enumerate(specs)
+    ]
+    result = await conn.execute(insert_ignore(conn, steps), rows)
+    return max(result.rowcount, 0)
+
+
+async def get(conn: AsyncConnection, step_id: int) -> Row | None:
+    return (await conn.execute(sa.select(steps).where(steps.c.id == step_id))).mappings().first()
+
+
+async def open_steps(conn: AsyncConnection, run_id: int, phase: str) -> Sequence[Row]:
+    """The phase's unsettled steps, in order: what the tick walks through."""
+    query = (
+        sa.select(steps)
+        .where(steps.c.run_id == run_id, steps.c.phase == phase, steps.c.status.in_(("pending", "running")))
+        .order_by(steps.c.seq, steps.c.id)
+    )
+    return (await conn.execute(query)).mappings().all()
+
+
+async def claim(
+    conn: AsyncConnection,
+    step_id: int,
+    *,
+    run_id: int,
+    owner: str,
+    lease_until: dt.datetime,
+    now: dt.datetime,
+) -> bool:
+    """``pending -> running`` (leased), only if due and only while *our* lease holds a run that
+    is still ``running``. Folding the run's status into the claim is how a pause pressed
+    mid-batch stops the batch at the very next step, without a separate read."""
+    run_still_ours = (
+        sa.select(sa.literal(1))
+        .where(runs.c.id == run_id, runs.c.status == "running", runs.c.claimed_by == owner)
+        .exists()
+    )
+    result = await conn.execute(
+        sa.update(steps)
+        .where(
+            steps.c.id == step_id,
+            steps.c.status == "pending",
+            sa.or_(steps.c.due_at.is_(None), steps.c.due_at <= now),
+            run_still_ours,
+        )
+        .values(
+            status="running",
+            attempts=steps.c.attempts + 1,
+            claimed_by=owner,
+            claim_expires_at=lease_until,
+            started_at=sa.func.coalesce(steps.c.started_at, now),
+            updated_at=now,
+        )
+    )
+    return result.rowcount == 1
+
+
+def _ours(step_id: int, owner: str) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        steps.c.id == step_id,
+        steps.c.status == "running",
+        steps.c.claimed_by == owner,
+        steps.c.claim_expires_at.is_not(None),
+    )
+
+
+async def finish(
+    conn: AsyncConnection,
+    step_id: int,
+    owner: str,
+    status: str,
+    now: dt.datetime,
+    *,
+    error: str | None = None,
+    result: Any = None,
+) -> bool:
+    """Settle a step we hold the lease of (``done`` or ``failed``)."""
+    values: dict[str, Any] = {
+        "status": status,
+        "last_error": error[:500] if error else None,
+        "claimed_by": None,
+        "claim_expires_at": None,
+        "finished_at": now,
+        "updated_at": now,
+    }
+    if result is not None:
+        values["result"] = result
+    outcome = await conn.execute(sa.update(steps).where(_ours(step_id, owner)).values(**values))
+    return outcome.rowcount == 1
+
+
+async def park(
+    conn: AsyncConnection, step_id: int, owner: str, now: dt.datetime, *, result: Any = None
+) -> bool:
+    """Leased -> parked: the lease is cleared, so nothing will ever reclaim it."""
+    values: dict[str, Any] = {"claim_expires_at": None, "updated_at": now}
+    if result is not None:
+        values["result"] = result
+    outcome = await conn.execute(sa.update(steps).where(_ours(step_id, owner)).values(**values))
+    return outcome.rowcount == 1
+
+
+async def reschedule(
+    conn: AsyncConnection, step_id: int, owner: str, due_at: dt.datetime, error: str, now: dt.datetime
+) -> bool:
+    """A transient failure with attempts left: back to pending at ``due_at``. ``attempts`` is
+    untouched; the claim already counted this attempt."""
+    outcome = await conn.execute(
+        sa.update(steps)
+        .where(_ours(step_id, owner))
+        .values(
+            status="pending",
+            due_at=due_at,
+            claimed_by=None,
+            claim_expires_at=None,
+            last_error=error[:500],
+            updated_at=now,
+        )
+    )
+    return outcome.rowcount == 1
+
+
+async def hold_next(
+    conn: AsyncConnection, run_id: int, phase: str, after_seq: int, due_at: dt.datetime
+) -> bool:
+    """A wait holds the NEXT pending step of the phase, and only that one, and only ever later.
+
+    Never pulling a due date earlier is what stops a re-dispatched wait from doubling (or
+    cutting short) the hold.
+    """
+    later = steps.alias("later")
+    next_seq = (
+        sa.select(sa.func.min(later.c.seq))
+        .where(
+            later.c.run_id == run_id,
+            later.c.phase == phase,
+            later.c.seq > after_seq,
+            later.c.status == "pending",
+        )
+        .scalar_subquery()
+    )
+    outcome = await conn.execute(
+        sa.update(steps)
+        .where(
+            steps.c.run_id == run_id,
+            steps.c.phase == phase,
+            steps.c.status == "pending",
+            steps.c.seq == next_seq,
+            sa.or_(steps.c.due_at.is_(None), steps.c.due_at < due_at),
+        )
+        .values(due_at=due_at)
+    )
+    return outcome.rowcount == 1
+
+
+async def has_pending_after(conn: AsyncConnection, run_id: int, phase: str, after_seq: int) -> bool:
+    query = sa.select(sa.literal(1)).where(
+        steps.c.run_id == run_id, steps.c.phase == phase, steps.c.seq > after_seq, steps.c.status == "pending"
+    )
+    return (await conn.execute(query.limit(1))).first() is not None
+
+
+async def stale(conn: AsyncConnection, now: dt.datetime) -> Sequence[Row]:
+    """Leased steps whose lease has run out (their runner died or hung). Parked steps have a
+    NULL lease and never appear here, however long they wait."""
+    query = sa.select(steps.c.id, steps.c.run_id, steps.c.attempts, steps.c.on_failure).where(
+        _stale, steps.c.claim_expires_at < now
+    )
+    return (await conn.execute(query)).mappings().all()
+
+
+@dataclass(frozen=True)
+class Reclaimed:
+    failed: int
+    reclaimed: int
+
+
+async def reclaim_stale(
+    conn: AsyncConnection, now: dt.datetime, max_attempts: int, *, step_ids: Sequence[int] | None = None
+) -> Reclaimed:
+    """Give up first, hand back second; neither statement touches ``attempts``.
+
+    The order is the point: handing back first would return a spent step to ``pending`` before
+    the give-up could see it, and ``max_attempts`` would never be reached (the row retries
+    forever). Resetting ``attempts`` here would do the same.
+    """
+    scope = [_stale, steps.c.claim_expires_at < now]
+    if step_ids is not None:
+        if not step_ids:
+            return Reclaimed(0, 0)
+        scope.append(steps.c.id.in_(step_ids))
+    gave_up = await conn.execute(
+        sa.update(steps)
+        .where(*scope, steps.c.attempts >= max_attempts)
+        .values(
+            status="failed",
+            last_error=GAVE_UP,
+            finished_at=now,
+            claimed_by=None,
+            claim_expires_at=None,
+            updated_at=now,
+        )
+    )
+    handed_back = await conn.execute(
+        sa.update(steps)
+        .where(*scope)
+        .values(status="pending", claimed_by=None, claim_expires_at=None, updated_at=now)
+    )
+    return Reclaimed(failed=gave_up.rowcount, reclaimed=handed_back.rowcount)
+
+
+async def confirm_parked(
+    conn: AsyncConnection, step_id: int, now: dt.datetime, *, actor: str | None, note: str | None
+) -> bool:
+    """A human confirms a parked cue. A leased step is somebody's dispatch in progress and is
+    refused; a second confirm matches nothing and is told 0."""
+    outcome = await conn.execute(
+        sa.update(steps)
+        .where(steps.c.id == step_id, _parked)
+        .values(
+            status="done",
+            finished_at=now,
+            claimed_by=None,
+            settled_by=actor,
+            note=note[:500] if note else None,
+            updated_at=now,
+        )
+    )
+    return outcome.rowcount == 1
+
+
+async def skip_by_human(
+    conn: AsyncConnection, step_id: int, now: dt.datetime, *, actor: str | None, note: str | None
+) -> bool:
+    """A pending step or a parked cue; never a leased one, never a failed one (resume carries a
+    phase past a failed step)."""
+    outcome = await conn.execute(
+        sa.update(steps)
+        .where(steps.c.id == step_id, sa.or_(steps.c.status == "pending", _parked))
+        .values(
+            status="skipped",
+            finished_at=now,
+            claimed_by=None,
+            settled_by=actor,
+            note=note[:500] if note else None,
+            updated_at=now,
+        )
+    )
+    return outcome.rowcount == 1
+
+
+async def requeue(conn: AsyncConnection, step_id: int, now: dt.datetime) -> bool:
+    """A failed step back to pending, due now, with a fresh attempt budget."""
+    outcome = await conn.execute(
+        sa.update(steps)
+        .where(steps.c.id == step_id, steps.c.status == "failed")
+        .values(
+            status="pending",
+            attempts=0,
+            due_at=None,
+            last_error=None,
+            claimed_by=None,
+            claim_expires_at=None,
+            finished_at=None,
+            updated_at=now,
+        )
+    )
+    return outcome.rowcount == 1
+
+
+async def parked_cues(conn: AsyncConnection, run_id: int) -> Sequence[Row]:
+    query = sa.select(steps).where(steps.c.run_id == run_id, _parked).order_by(steps.c.seq)
+    return (await conn.execute(query)).mappings().all()
+
+
+async def cancel_open(conn: AsyncConnection, run_id: int, now: dt.datetime) -> int:
+    """Pending steps and parked cues are cancelled; a leased step is left alone, because
+    nothing can recall a command already sent."""
+    outcome = await conn.execute(
+        sa.update(steps)
+        .where(steps.c.run_id == run_id, sa.or_(steps.c.status == "pending", _parked))
+        .values(status="cancelled", finished_at=now, claimed_by=None, updated_at=now)
+    )
+    return outcome.rowcount
+
+
+async def last_started_seq(conn: AsyncConnection, run_id: int, phase: str) -> int | None:
+    """The furthest step of the phase that has been started (anything but pending).
+
+    Not "the lowest unsettled seq": after a phase carried on past an ``on_failure: skip``
+    failure and then paused at a later one, that would name a step behind the cursor.
+    """
+    query = sa.select(sa.func.max(steps.c.seq)).where(
+        steps.c.run_id == run_id, steps.c.phase == phase, steps.c.status != "pending"
+    )
+    value = (await conn.execute(query)).scalar()
+    return None if value is None else int(value)
+
+
+async def at_seq(conn: AsyncConnection, run_id: int, phase: str, seq: int) -> Row | None:
+    query = sa.select(steps).where(steps.c.run_id == run_id, steps.c.phase == phase, steps.c.seq == seq)
+    return (await conn.execute(query)).mappings().first()
+
+
+async def list_for_run(conn: AsyncConnection, run_id: int) -> Sequence[Row]:
+    query = sa.select(steps).where(steps.c.run_id == run_id).order_by(steps.c.id)
+    return (await conn.execute(query)).mappings().all()

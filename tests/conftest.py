@@ -1,0 +1,155 @@
+"""Shared fixtures: one ``engine`` fixture parametrized over both backends.
+
+* ``sqlite``: a fresh file database per test, built by ``runner.db.create_engine`` (the factory
+  every process uses), schema from the Alembic migrations.
+* ``mariadb``: a throwaway ``mariadbd`` started by ``tests/support/mariadb_server.py`` once per
+  session, one database per session (schema from the migrations), emptied between tests. The
+  engine comes from the same factory with the same options production uses.
+
+When MariaDB cannot be had: outside CI its tests skip with a loud reason; in CI (``CI`` set)
+they **fail**, because a suite that skipped its server contract looks exactly like a green one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from runner.db import create_engine
+from runner.migrate import upgrade
+from runner.schema import metadata
+from tests.support.mariadb_server import ThrowawayMariaDB, find_mariadbd
+
+IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+BACKENDS = ("sqlite", "mariadb")
+
+
+class MariaDBUnavailable(Exception):
+    pass
+
+
+@pytest.fixture(scope="session")
+def mariadb_server() -> Iterator[ThrowawayMariaDB | str]:
+    """The server for the session: ``EVENTBOT_TEST_MARIADB_URL`` (an account that may create
+    databases) if set, else a throwaway ``mariadbd``."""
+    given = os.environ.get("EVENTBOT_TEST_MARIADB_URL")
+    if given:
+        yield given
+        return
+    if find_mariadbd() is None:
+        _unavailable(
+            "no mariadbd on this machine: install Debian's mariadb-server (scripts/test does when it can) "
+            "or set EVENTBOT_TEST_MARIADB_URL"
+        )
+    server = ThrowawayMariaDB(verbose=False)
+    try:
+        server.start()
+    except Exception as exc:  # the server's own log tail is in the message
+        _unavailable(f"the throwaway MariaDB did not start: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _unavailable(reason: str) -> None:
+    if IN_CI:
+        pytest.fail(f"MariaDB tests must run in CI, but: {reason}", pytrace=False)
+    pytest.skip(f"MARIADB TESTS SKIPPED (outside CI only): {reason}")
+
+
+def _url_with_database(server: ThrowawayMariaDB | str, database: str) -> str:
+    if isinstance(server, str):
+        return str(sa.engine.make_url(server).set(database=database))
+    return server.url(database)
+
+
+@pytest.fixture(scope="session")
+def mariadb_database(mariadb_server: ThrowawayMariaDB | str) -> Iterator[str]:
+    """One migrated database for the session; its URL."""
+    name = f"eventbot_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    admin_url = _url_with_database(mariadb_server, "mysql")
+    url = _url_with_database(mariadb_server, name)
+
+    async def create() -> None:
+        admin = create_engine(admin_url)
+        async with admin.begin() as conn:
+            await conn.exec_driver_sql(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+        await admin.dispose()
+        engine = create_engine(url)
+        await upgrade(engine)
+        await engine.dispose()
+
+    async def drop() -> None:
+        admin = create_engine(admin_url)
+        async with admin.begin() as conn:
+            await conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{name}`")
+        await admin.dispose()
+
+    _run_in_thread(create)
+    try:
+        yield url
+    finally:
+        _run_in_thread(drop)
+
+
+def _run_in_thread(make: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run a coroutine to completion on its own loop in a worker thread: session fixtures are
+    first requested from inside a test's running loop, where ``asyncio.run`` is refused."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(lambda: asyncio.run(make())).result()
+
+
+async def _empty(engine: AsyncEngine) -> None:
+    async with engine.begin() as conn:
+        for table in reversed(metadata.sorted_tables):
+            await conn.execute(table.delete())
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+async def engine(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    if backend == "sqlite":
+        engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'eventbot.sqlite3'}")
+        await upgrade(engine)
+    else:
+        url = request.getfixturevalue("mariadb_database")
+        engine = create_engine(url)
+        await _empty(engine)
+    try:
+        yield engine
+        checked_out = engine.pool.checkedout()  # type: ignore[attr-defined]
+        assert checked_out == 0, f"{checked_out} pooled connection(s) leaked by the test"
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+async def sqlite_engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    """SQLite only, for tests about behaviour rather than the server contract."""
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'eventbot.sqlite3'}")
+    await upgrade(engine)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+def world(engine: AsyncEngine) -> "World":
+    from tests.support.world import World
+
+    return World(engine)

@@ -1,0 +1,162 @@
+"""A test world: the real engine, controls and SQL on a real database, with scripted actions
+whose answers each test dictates (the seeds' ``scriptedAction``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from runner import catalog
+from runner.clock import ManualClock
+from runner.controls import Controls
+from runner.definitions import EventDefinition
+from runner.engine import Runner, RunnerSettings, TickReport
+from runner.registry import Action, ActionRegistry, Envelope
+from runner.schema import run_log, runs, steps
+
+T0 = dt.datetime(2026, 9, 2, 12, 0, 0)
+
+
+def later(ms: float) -> dt.datetime:
+    return T0 + dt.timedelta(milliseconds=ms)
+
+
+def step(action_id: str, params: dict[str, Any] | None = None, on_failure: str = "skip") -> dict[str, Any]:
+    return {"action": action_id, "params": params or {}, "on_failure": on_failure}
+
+
+def phase(key: str, *steps_: dict[str, Any], label: str | None = None) -> dict[str, Any]:
+    return {"key": key, "label": label or key.title(), "steps": list(steps_)}
+
+
+class AnyParams(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+@dataclass
+class Script:
+    calls: list[Envelope] = field(default_factory=list)
+    answers: list[Any] = field(default_factory=list)
+    answer: Any = None
+
+
+class Scripted:
+    """Actions whose answers the test sets: ``scripted["test.x"].answer = {...}``."""
+
+    def __init__(self) -> None:
+        self.scripts: dict[str, Script] = defaultdict(Script)
+
+    def __getitem__(self, action_id: str) -> Script:
+        return self.scripts[action_id]
+
+    def action(
+        self,
+        action_id: str,
+        *,
+        budget_ms: int = 1000,
+        perform: Callable[..., Any] | None = None,
+    ) -> Action:
+        async def scripted(envelope: Envelope, params: BaseModel) -> Any:
+            script = self.scripts[action_id]
+            script.calls.append(envelope)
+            answer = script.answers.pop(0) if script.answers else script.answer
+            if callable(answer):
+                return answer(envelope)
+            return {"ok": True} if answer is None else answer
+
+        return Action(
+            id=action_id,
+            label=action_id,
+            risk="notify",
+            reversible="none",
+            version=1,
+            budget_ms=budget_ms,
+            params_model=AnyParams,
+            perform=perform or scripted,
+        )
+
+
+class World:
+    def __init__(self, engine: AsyncEngine, *, settings: RunnerSettings | None = None, owner: str = "host:test") -> None:
+        self.engine = engine
+        self.clock = ManualClock(T0)
+        self.registry = ActionRegistry()
+        self.scripted = Scripted()
+        self.runner = Runner(engine, self.registry, clock=self.clock, owner=owner, settings=settings)
+        self.controls = Controls(engine, clock=self.clock, versions=self.runner.versions)
+        self._definitions = 0
+
+    def register(self, *actions: Action, owner: str = "test") -> None:
+        self.registry.register(owner, actions)
+
+    async def tick(self, at: dt.datetime | None = None) -> TickReport:
+        if at is not None:
+            self.clock.set(at)
+        return await self.runner.tick()
+
+    async def publish(self, spec: dict[str, Any]) -> catalog.Published:
+        """Publish without checking params against the registry (a seeded run may name an
+        action that is no longer loaded, as after a module was removed)."""
+        return await catalog.publish(self.engine, EventDefinition.model_validate(spec), self.clock.now())
+
+    async def seed_run(
+        self,
+        phases: list[dict[str, Any]],
+        *,
+        scheduled_for: dt.datetime = T0,
+        grace_seconds: int = 900,
+        concurrency_key: str | None = None,
+        status: str = "scheduled",
+        scope: str = "",
+    ) -> int:
+        self._definitions += 1
+        spec = {
+            "key": f"seed-{self._definitions}",
+            "title": f"Seeded event {self._definitions}",
+            "grace_seconds": grace_seconds,
+            "concurrency_key": concurrency_key,
+            "scopes": [scope] if scope else [],
+            "phases": phases,
+        }
+        published = await self.publish(spec)
+        async with self.engine.begin() as conn:
+            current = await catalog.current(conn, published.key, self.runner.versions)
+            run_id = await catalog.create_run(conn, current, scope, scheduled_for, self.clock.now(), actor="seed")
+            assert run_id is not None
+            if status != "scheduled":
+                await conn.execute(sa.update(runs).where(runs.c.id == run_id).values(status=status))
+        return run_id
+
+    async def run(self, run_id: int) -> sa.RowMapping:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).mappings().first()
+        assert row is not None
+        return row
+
+    async def steps_of(self, run_id: int) -> list[sa.RowMapping]:
+        async with self.engine.connect() as conn:
+            query = sa.select(steps).where(steps.c.run_id == run_id).order_by(steps.c.id)
+            return list((await conn.execute(query)).mappings().all())
+
+    async def log(self, run_id: int) -> list[sa.RowMapping]:
+        async with self.engine.connect() as conn:
+            query = sa.select(run_log).where(run_log.c.run_id == run_id).order_by(run_log.c.id)
+            return list((await conn.execute(query)).mappings().all())
+
+    async def kinds(self, run_id: int) -> list[str]:
+        return [line["kind"] for line in await self.log(run_id)]
+
+    async def set_step(self, step_id: int, **values: Any) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(sa.update(steps).where(steps.c.id == step_id).values(**values))
+
+    async def set_run(self, run_id: int, **values: Any) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(sa.update(runs).where(runs.c.id == run_id).values(**values))
