@@ -68,6 +68,8 @@ class RunnerSettings:
     due_batch: int = 1000
     lookahead_seconds: float = 24 * 3600
     lookback_seconds: float = 7 * 24 * 3600
+    # Waits in rehearsal runs pass this many times faster (staff watch an event play out).
+    rehearsal_speed: float = 1.0
 
 
 @dataclass
@@ -467,7 +469,10 @@ class Runner:
                     return _REREAD
                 detail: dict[str, Any] = {"action": step["action_id"], "attempts": attempts}
                 if outcome.hold_seconds > 0:
-                    hold_until = now + dt.timedelta(seconds=outcome.hold_seconds)
+                    hold = outcome.hold_seconds
+                    if run["rehearsal"]:
+                        hold /= self.settings.rehearsal_speed
+                    hold_until = now + dt.timedelta(seconds=hold)
                     detail["hold_until"] = hold_until.isoformat()
                     if not await steps_sql.hold_next(
                         conn, run_id, step["phase"], int(step["seq"]), hold_until

@@ -21,11 +21,15 @@ async def test_a_manually_started_event_announces_waits_and_completes(world: Wor
     step, nothing moves inside it, and a run left in flight gives its lease back."""
     world.register(world.scripted.action("test.announce"), world.scripted.action("test.wait"))
     world.scripted["test.wait"].answer = {"ok": True, "holdFor": 300}
-    run_id = await world.seed_run([phase("main", step("test.announce"), step("test.wait"), step("test.announce"))])
+    run_id = await world.seed_run(
+        [phase("main", step("test.announce"), step("test.wait"), step("test.announce"))]
+    )
 
     await world.tick(T0)
     s = await world.steps_of(run_id)
-    assert [x["status"] for x in s] == ["done", "done", "pending"], "the step after a wait must not run in the same tick"
+    assert [x["status"] for x in s] == ["done", "done", "pending"], (
+        "the step after a wait must not run in the same tick"
+    )
     assert s[2]["due_at"] == later(300_000), "the wait is the NEXT step's due_at"
     run = await world.run(run_id)
     assert run["status"] == "running"
@@ -114,7 +118,9 @@ async def test_a_reclaim_returns_a_stale_step_without_resetting_attempts(world: 
     run_id = await world.seed_run([phase("main", step("test.slow"))])
     await world.tick(T0)
     s = (await world.steps_of(run_id))[0]
-    await world.set_step(s["id"], status="running", attempts=2, claim_expires_at=later(-1000), claimed_by="dead:1")
+    await world.set_step(
+        s["id"], status="running", attempts=2, claim_expires_at=later(-1000), claimed_by="dead:1"
+    )
 
     async with world.engine.begin() as conn:
         await steps_sql.reclaim_stale(conn, T0, MAX_ATTEMPTS)
@@ -154,7 +160,9 @@ async def test_the_tick_applies_on_failure_to_a_step_it_gave_up_on(world: World)
     assert world.scripted["test.after"].calls == []
 
 
-async def test_a_transient_failure_retries_with_one_idempotency_key_then_applies_on_failure(world: World) -> None:
+async def test_a_transient_failure_retries_with_one_idempotency_key_then_applies_on_failure(
+    world: World,
+) -> None:
     """Flat backoff, degraded from the first retry, one key across attempts, then ``skip``."""
     world.register(world.scripted.action("test.flaky"))
     world.scripted["test.flaky"].answer = {"ok": False, "retry": True, "error": "relay is down"}
@@ -202,7 +210,9 @@ async def test_on_failure_pause_stops_the_run_and_the_tick_never_picks_it_up(wor
 async def test_on_failure_abort_run_fails_the_run_and_cancels_what_has_not_started(world: World) -> None:
     world.register(world.scripted.action("test.bad"), world.scripted.action("test.after"))
     world.scripted["test.bad"].answer = {"ok": False, "retry": False, "error": "no"}
-    run_id = await world.seed_run([phase("main", step("test.bad", on_failure="abort_run"), step("test.after"))])
+    run_id = await world.seed_run(
+        [phase("main", step("test.bad", on_failure="abort_run"), step("test.after"))]
+    )
 
     await world.tick(T0)
     assert (await world.run(run_id))["status"] == "failed"
@@ -238,7 +248,9 @@ async def test_a_held_concurrency_key_holds_the_run_and_logs_the_reason_once(wor
     assert (await world.kinds(waiting)).count("run.blocked") == 1
 
     await world.tick(later(15_000))
-    assert (await world.kinds(waiting)).count("run.blocked") == 1, "a line per tick would bury the one that matters"
+    assert (await world.kinds(waiting)).count("run.blocked") == 1, (
+        "a line per tick would bury the one that matters"
+    )
 
     cue = (await world.steps_of(holder))[0]
     assert (await world.controls.confirm(cue["id"], actor="gm")).ok
@@ -258,7 +270,9 @@ async def test_an_occurrence_past_its_own_grace_window_is_missed(world: World) -
     await world.tick(later(30 * 60 * 1000))
     assert (await world.run(late))["status"] == "missed"
     assert (await world.steps_of(late))[0]["status"] == "cancelled"
-    assert any(line["kind"] == "run.status" and line["detail"]["to"] == "missed" for line in await world.log(late))
+    assert any(
+        line["kind"] == "run.status" and line["detail"]["to"] == "missed" for line in await world.log(late)
+    )
     assert (await world.run(inside))["status"] == "completed", "inside its window it starts late"
 
 

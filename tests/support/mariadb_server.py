@@ -226,8 +226,11 @@ class ThrowawayMariaDB:
         self.timings["total"] = time.monotonic() - t0
         self._log(
             "started on port %s in %.2fs (%s)"
-            % (self.port, self.timings["total"],
-               ", ".join(f"{k}={v:.2f}s" for k, v in self.timings.items() if k != "total"))
+            % (
+                self.port,
+                self.timings["total"],
+                ", ".join(f"{k}={v:.2f}s" for k, v in self.timings.items() if k != "total"),
+            )
         )
         return self
 
@@ -259,7 +262,9 @@ class ThrowawayMariaDB:
             #    pid file only once a second.
             admin = subprocess.Popen(
                 self._client_args(self._admin) + ["shutdown"],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
             # 2. SIGTERM (also a clean shutdown for mariadbd), 3. SIGKILL.
             for sig in (None, signal.SIGTERM, signal.SIGKILL):
@@ -278,8 +283,9 @@ class ThrowawayMariaDB:
             proc.kill()
             proc.wait(timeout=self.shutdown_timeout)
         self._proc = None
-        self._log("server stopped (%s) in %.2fs" % ("graceful" if graceful else "SIGKILL",
-                                                   time.monotonic() - t0))
+        self._log(
+            "server stopped (%s) in %.2fs" % ("graceful" if graceful else "SIGKILL", time.monotonic() - t0)
+        )
 
     def kill_hard(self) -> None:
         """SIGKILL the server (simulates a crash); data directory is kept."""
@@ -304,7 +310,9 @@ class ThrowawayMariaDB:
         client; returns its (tab separated) stdout."""
         result = subprocess.run(
             self._client_args(self._client) + ["--batch", "--skip-column-names"],
-            input=sql.encode(), capture_output=True, timeout=self.startup_timeout,
+            input=sql.encode(),
+            capture_output=True,
+            timeout=self.startup_timeout,
         )
         if result.returncode != 0:
             raise MariaDBServerError(
@@ -360,9 +368,9 @@ class ThrowawayMariaDB:
         to its bootstrap mariadbd) and the real server."""
         return [
             f"--datadir={self.datadir}",
-            "--skip-name-resolve",              # no DNS; grants use IPs / 'localhost'
-            "--innodb-buffer-pool-size=64M",    # defaults are sized for real servers
-            "--innodb-log-file-size=16M",       # default 96M: slower to create, 3x disk
+            "--skip-name-resolve",  # no DNS; grants use IPs / 'localhost'
+            "--innodb-buffer-pool-size=64M",  # defaults are sized for real servers
+            "--innodb-log-file-size=16M",  # default 96M: slower to create, 3x disk
             "--innodb-log-buffer-size=4M",
         ]
 
@@ -373,7 +381,7 @@ class ThrowawayMariaDB:
         # mariadbd is allowed to run as root without --user, so we don't need it.
         cmd = [
             self._install_db,
-            "--no-defaults",                    # must be first: ignore /etc/mysql
+            "--no-defaults",  # must be first: ignore /etc/mysql
             "--auth-root-authentication-method=normal",  # root@localhost, no password
             "--skip-test-db",
             *self._server_options(),
@@ -382,12 +390,12 @@ class ThrowawayMariaDB:
         with open(log, "wb") as out:
             # cwd: the script does `cd $basedir`-relative lookups; keep it
             # away from the caller's directory.
-            result = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                    cwd=str(self.tmpdir), timeout=120)
+            result = subprocess.run(
+                cmd, stdout=out, stderr=subprocess.STDOUT, cwd=str(self.tmpdir), timeout=120
+            )
         if result.returncode != 0:
             raise MariaDBServerError(
-                f"{os.path.basename(self._install_db)} failed ({result.returncode}):\n"
-                f"{_tail(log)}"
+                f"{os.path.basename(self._install_db)} failed ({result.returncode}):\n{_tail(log)}"
             )
 
     def _launch(self) -> None:
@@ -395,7 +403,7 @@ class ThrowawayMariaDB:
         assert self.port is not None
         cmd = [
             self._mariadbd,
-            "--no-defaults",                    # must be first: ignore /etc/mysql
+            "--no-defaults",  # must be first: ignore /etc/mysql
             *self._server_options(),
             f"--socket={self.socket_path}",
             f"--pid-file={self._path('mysqld.pid')}",
@@ -423,14 +431,24 @@ class ThrowawayMariaDB:
         # Own session: a Ctrl-C in the test runner doesn't hit mariadbd
         # directly; we shut it down ourselves.
         self._proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=self._console, stderr=subprocess.STDOUT,
-            cwd=str(self.tmpdir), start_new_session=True,
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=self._console,
+            stderr=subprocess.STDOUT,
+            cwd=str(self.tmpdir),
+            start_new_session=True,
         )
         self._wait_ready()
 
     def _client_args(self, tool: str) -> list[str]:
-        return [tool, "--no-defaults", "--protocol=socket",
-                f"--socket={self.socket_path}", "--user=root", "--connect-timeout=2"]
+        return [
+            tool,
+            "--no-defaults",
+            "--protocol=socket",
+            f"--socket={self.socket_path}",
+            "--user=root",
+            "--connect-timeout=2",
+        ]
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
@@ -446,8 +464,7 @@ class ThrowawayMariaDB:
                     f"--- console ---\n{_tail(self._path('console.log'), 10)}"
                 )
             if self.socket_path.exists():
-                r = subprocess.run(probe, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, timeout=10)
+                r = subprocess.run(probe, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10)
                 # mariadbd binds the TCP port before it creates the socket
                 # file (and aborts if the port is taken), so a successful
                 # socket query also means TCP 127.0.0.1:port is listening.
@@ -506,17 +523,17 @@ async def _self_check(db: ThrowawayMariaDB) -> None:
         async with engine.begin() as conn:
             version = (await conn.execute(text("SELECT VERSION()"))).scalar_one()
             print("SELECT VERSION() ->", version)
-            await conn.execute(text(
-                "CREATE TABLE t (id INT PRIMARY KEY, status VARCHAR(8) NOT NULL, "
-                "updated_at DATETIME(6) NOT NULL)"
-            ))
-            await conn.execute(text(
-                "INSERT INTO t VALUES (1, 'a', '2024-01-02 03:04:05.123456')"))
+            await conn.execute(
+                text(
+                    "CREATE TABLE t (id INT PRIMARY KEY, status VARCHAR(8) NOT NULL, "
+                    "updated_at DATETIME(6) NOT NULL)"
+                )
+            )
+            await conn.execute(text("INSERT INTO t VALUES (1, 'a', '2024-01-02 03:04:05.123456')"))
             upd = text("UPDATE t SET status='b' WHERE id=1 AND status='a'")
             r1 = (await conn.execute(upd)).rowcount
             r2 = (await conn.execute(upd)).rowcount
-            r3 = (await conn.execute(
-                text("UPDATE t SET status=status WHERE id=1"))).rowcount
+            r3 = (await conn.execute(text("UPDATE t SET status=status WHERE id=1"))).rowcount
             ts = (await conn.execute(text("SELECT updated_at FROM t WHERE id=1"))).scalar_one()
         print(f"conditional UPDATE #1 rowcount = {r1} (expect 1)")
         print(f"conditional UPDATE #2 rowcount = {r2} (expect 0)")
@@ -540,8 +557,10 @@ def main() -> None:
         t1 = time.monotonic()
         db.kill_hard()
         db.restart()
-        print(f"kill_hard()+restart() took {time.monotonic() - t1:.2f}s, "
-              f"same port {db.port}: {db.execute_sql('SELECT 1').strip() == '1'}")
+        print(
+            f"kill_hard()+restart() took {time.monotonic() - t1:.2f}s, "
+            f"same port {db.port}: {db.execute_sql('SELECT 1').strip() == '1'}"
+        )
         tmp = db.tmpdir
     print("temp dir removed:", tmp is not None and not tmp.exists())
 

@@ -84,7 +84,9 @@ class Scripted:
 
 
 class World:
-    def __init__(self, engine: AsyncEngine, *, settings: RunnerSettings | None = None, owner: str = "host:test") -> None:
+    def __init__(
+        self, engine: AsyncEngine, *, settings: RunnerSettings | None = None, owner: str = "host:test"
+    ) -> None:
         self.engine = engine
         self.clock = ManualClock(T0)
         self.registry = ActionRegistry()
@@ -128,7 +130,9 @@ class World:
         published = await self.publish(spec)
         async with self.engine.begin() as conn:
             current = await catalog.current(conn, published.key, self.runner.versions)
-            run_id = await catalog.create_run(conn, current, scope, scheduled_for, self.clock.now(), actor="seed")
+            run_id = await catalog.create_run(
+                conn, current, scope, scheduled_for, self.clock.now(), actor="seed"
+            )
             assert run_id is not None
             if status != "scheduled":
                 await conn.execute(sa.update(runs).where(runs.c.id == run_id).values(status=status))

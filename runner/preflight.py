@@ -1,0 +1,32 @@
+"""Preflight: ask every step's action, with ``verify: true``, whether it could act, before a run
+starts (the channel exists, the bot may post and mention there, ...). Nothing is sent."""
+
+from __future__ import annotations
+
+from runner.definitions import EventDefinition
+from runner.dispatch import perform
+from runner.errors import Problem
+from runner.registry import ActionRegistry, Envelope
+
+VERIFY_KEY = "0" * 40
+
+
+async def preflight(
+    registry: ActionRegistry, definition: EventDefinition, *, scope: str = "", actor: str | None = None
+) -> list[Problem]:
+    problems: list[Problem] = []
+    for phase in definition.phases:
+        for index, step in enumerate(phase.steps):
+            envelope = Envelope(
+                actor=actor,
+                idempotency_key=VERIFY_KEY,
+                params=dict(step.params),
+                run_id=0,
+                scope=scope,
+                step_id=0,
+                verify=True,
+            )
+            outcome = await perform(registry, envelope, step.action)
+            if outcome.outcome != "done":
+                problems.append(Problem(outcome.error or "not ready", phase=phase.key, step=index))
+    return problems
