@@ -1,0 +1,56 @@
+"""The composition root: one engine, registry, runner and controls wired to one delivery.
+
+The bot builds it with the Discord delivery, the rehearsal with a console one, tests with a
+recording one; everything else is identical, which is what makes a rehearsal worth trusting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from actions import build_registry
+from actions.delivery import Delivery
+from actions.messaging import Describe
+from runner import views
+from runner.catalog import VersionCache
+from runner.clock import Clock, SystemClock
+from runner.controls import Controls
+from runner.engine import Runner, RunnerSettings
+from runner.registry import ActionRegistry
+
+
+@dataclass
+class Services:
+    engine: AsyncEngine
+    clock: Clock
+    versions: VersionCache
+    describe: Describe
+    delivery: Delivery
+    registry: ActionRegistry
+    runner: Runner
+    controls: Controls
+
+
+def assemble(
+    engine: AsyncEngine,
+    make_delivery: Callable[[Describe], Delivery],
+    *,
+    clock: Clock | None = None,
+    settings: RunnerSettings | None = None,
+    owner: str | None = None,
+    on_change: Callable[[], None] | None = None,
+) -> Services:
+    """``make_delivery`` gets the step describer (for deliveries that render context themselves);
+    a ready delivery is passed as ``lambda _: delivery``."""
+    clock = clock or SystemClock()
+    versions = VersionCache()
+    describe = views.step_describer(engine, versions)
+    delivery = make_delivery(describe)
+    registry = build_registry(delivery, describe)
+    runner = Runner(engine, registry, clock=clock, owner=owner, settings=settings)
+    runner.versions = versions
+    controls = Controls(engine, clock=clock, versions=versions, on_change=on_change)
+    return Services(engine, clock, versions, describe, delivery, registry, runner, controls)
