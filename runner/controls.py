@@ -9,6 +9,7 @@ at once rather than at the next interval.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,8 @@ class ControlResult:
     def __bool__(self) -> bool:
         return self.ok
 
+
+MANUAL_START_ATTEMPTS = 8
 
 _ENDED_WORDS = {
     "completed": "the run has already completed",
@@ -149,9 +152,7 @@ class Controls:
                     return ControlResult(False, f"{definition_key} is already in flight: {where}")
             created: list[int] = []
             for each in wanted:
-                run_id = await catalog.create_run(
-                    conn, current, each, now, now, actor=actor, rehearsal=rehearsal
-                )
+                run_id = await self._create_manual_run(conn, current, each, now, actor, rehearsal)
                 if run_id is not None:
                     created.append(run_id)
         if not created:
@@ -164,6 +165,27 @@ class Controls:
         else:
             message = f"started {which}{title} in {len(created)} scopes: runs {', '.join(map(str, created))}"
         return ControlResult(True, message, run_id=created[0], run_ids=tuple(created))
+
+    async def _create_manual_run(
+        self,
+        conn: AsyncConnection,
+        current: catalog.CurrentDefinition,
+        scope: str,
+        now: dt.datetime,
+        actor: str | None,
+        rehearsal: bool,
+    ) -> int | None:
+        """A manual start is not an occurrence of a schedule: if another run of this event and
+        scope was created in the same microsecond (a rehearsal beside a live start, a fast
+        clock), step past it rather than refuse. The occurrence key still guards schedules."""
+        for offset in range(MANUAL_START_ATTEMPTS):
+            moment = now + dt.timedelta(microseconds=offset)
+            run_id = await catalog.create_run(
+                conn, current, scope, moment, now, actor=actor, rehearsal=rehearsal
+            )
+            if run_id is not None:
+                return run_id
+        return None
 
     async def _in_flight(
         self, conn: AsyncConnection, definition_id: int, scopes: Sequence[str]

@@ -267,3 +267,26 @@ def step_describer(
         return context
 
     return describe
+
+
+# ── Added for the bot (issue 5): reads the Discord front end needs ────────────
+
+
+async def current_definition(
+    engine: AsyncEngine, key: str, versions: catalog.VersionCache
+) -> catalog.CurrentDefinition:
+    """The published definition ``/event start`` preflights; raises ``UnknownDefinition``."""
+    async with engine.connect() as conn:
+        return await catalog.current(conn, key, versions)
+
+
+async def latest_log_id(engine: AsyncEngine) -> int:
+    """Where a reader of the run log starts when it only wants what happens from now on."""
+    async with engine.connect() as conn:
+        return await run_log.latest_id(conn)
+
+
+async def log_after(engine: AsyncEngine, last_id: int, *, limit: int = 100) -> list[dict[str, Any]]:
+    """Run-log lines written after ``last_id``, oldest first (the staff-log poster's feed)."""
+    async with engine.connect() as conn:
+        return [dict(r) for r in await run_log.after(conn, last_id, limit)]

@@ -149,7 +149,7 @@ async def sqlite_engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
 
 
 @pytest.fixture
-def world(engine: AsyncEngine) -> "World":
+def world(engine: AsyncEngine) -> World:
     from tests.support.world import World
 
     return World(engine)

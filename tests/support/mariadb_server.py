@@ -203,7 +203,7 @@ class ThrowawayMariaDB:
     def pid(self) -> int | None:
         return self._proc.pid if self.is_running() else None
 
-    def start(self) -> "ThrowawayMariaDB":
+    def start(self) -> ThrowawayMariaDB:
         """Create the temp dir + data dir (first time only), start, create users."""
         if self.is_running():
             return self
@@ -330,7 +330,7 @@ class ThrowawayMariaDB:
     def drop_database(self, name: str) -> None:
         self.execute_sql(f"DROP DATABASE IF EXISTS `{self._check_name(name)}`;")
 
-    def __enter__(self) -> "ThrowawayMariaDB":
+    def __enter__(self) -> ThrowawayMariaDB:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

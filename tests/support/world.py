@@ -164,3 +164,13 @@ class World:
     async def set_run(self, run_id: int, **values: Any) -> None:
         async with self.engine.begin() as conn:
             await conn.execute(sa.update(runs).where(runs.c.id == run_id).values(**values))
+
+
+async def _set_definitions_materialised_until(self: World, value: dt.datetime | None) -> None:
+    from runner.schema import definitions
+
+    async with self.engine.begin() as conn:
+        await conn.execute(sa.update(definitions).values(materialised_until=value))
+
+
+World.set_definitions_materialised_until = _set_definitions_materialised_until  # type: ignore[attr-defined]
