@@ -28,6 +28,7 @@ from runner.db import create_engine
 from runner.migrate import upgrade
 from runner.schema import metadata
 from tests.support.mariadb_server import ThrowawayMariaDB, find_mariadbd
+from tests.support.world import World
 
 IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 BACKENDS = ("sqlite", "mariadb")
@@ -150,6 +151,4 @@ async def sqlite_engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
 
 @pytest.fixture
 def world(engine: AsyncEngine) -> World:
-    from tests.support.world import World
-
     return World(engine)

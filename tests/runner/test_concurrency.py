@@ -9,6 +9,7 @@ On MariaDB this is the claim statements' contract under real contention; on SQLi
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import time
 from collections import Counter, defaultdict
@@ -135,5 +136,5 @@ async def test_two_runners_dispatch_every_step_exactly_once(engine: AsyncEngine)
         by_key[run_id % KEYS].append((start, end))
     for key, spans in by_key.items():
         spans.sort()
-        for (_, first_end), (second_start, _) in zip(spans, spans[1:], strict=False):
+        for (_, first_end), (second_start, _) in itertools.pairwise(spans):
             assert second_start >= first_end, f"key{key} was held by two runs at once"

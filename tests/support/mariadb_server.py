@@ -225,8 +225,7 @@ class ThrowawayMariaDB:
             atexit.register(self._atexit)
         self.timings["total"] = time.monotonic() - t0
         self._log(
-            "started on port %s in %.2fs (%s)"
-            % (
+            "started on port {} in {:.2f}s ({})".format(
                 self.port,
                 self.timings["total"],
                 ", ".join(f"{k}={v:.2f}s" for k, v in self.timings.items() if k != "total"),
@@ -261,7 +260,7 @@ class ThrowawayMariaDB:
             #    mariadbd itself rather than on mariadb-admin, which polls the
             #    pid file only once a second.
             admin = subprocess.Popen(
-                self._client_args(self._admin) + ["shutdown"],
+                [*self._client_args(self._admin), "shutdown"],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -284,7 +283,9 @@ class ThrowawayMariaDB:
             proc.wait(timeout=self.shutdown_timeout)
         self._proc = None
         self._log(
-            "server stopped (%s) in %.2fs" % ("graceful" if graceful else "SIGKILL", time.monotonic() - t0)
+            "server stopped ({}) in {:.2f}s".format(
+                "graceful" if graceful else "SIGKILL", time.monotonic() - t0
+            )
         )
 
     def kill_hard(self) -> None:
@@ -303,13 +304,13 @@ class ThrowawayMariaDB:
         t0 = time.monotonic()
         self._launch()
         self.timings = {"server_ready": time.monotonic() - t0, "total": time.monotonic() - t0}
-        self._log("restarted on port %s in %.2fs" % (self.port, self.timings["total"]))
+        self._log("restarted on port {} in {:.2f}s".format(self.port, self.timings["total"]))
 
     def execute_sql(self, sql: str) -> str:
         """Run SQL as MariaDB root over the unix socket with the command-line
         client; returns its (tab separated) stdout."""
         result = subprocess.run(
-            self._client_args(self._client) + ["--batch", "--skip-column-names"],
+            [*self._client_args(self._client), "--batch", "--skip-column-names"],
             input=sql.encode(),
             capture_output=True,
             timeout=self.startup_timeout,
@@ -452,7 +453,7 @@ class ThrowawayMariaDB:
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
-        probe = self._client_args(self._client) + ["--batch", "-e", "SELECT 1"]
+        probe = [*self._client_args(self._client), "--batch", "-e", "SELECT 1"]
         while True:
             assert self._proc is not None
             code = self._proc.poll()
