@@ -114,6 +114,8 @@ class Runner:
         self.settings = settings or RunnerSettings()
         self.versions = catalog.VersionCache()
         self._tick_lock = asyncio.Lock()
+        # Only for not repeating a log line; nothing the runner decides depends on it.
+        self._last_error: dict[int, str] = {}
 
     # ── The tick ──────────────────────────────────────────────────────────
 
@@ -180,25 +182,37 @@ class Runner:
         for row in rows:
             if row["materialised_until"] is not None and row["materialised_until"] > refresh_before:
                 continue
-            async with self.engine.begin() as conn:
-                current = catalog.CurrentDefinition(
-                    int(row["id"]),
-                    int(row["current_version_id"]),
-                    await self.versions.get(conn, int(row["current_version_id"])),
+            try:
+                report.materialised += await self._materialise_definition(row, now, until)
+            except (sa_exc.OperationalError, sa_exc.InterfaceError):
+                raise
+            except Exception as exc:
+                # One definition that cannot be worked out must not stop the tick for the rest.
+                report.errors.append(f"definition {row['key']}: {exc!r}")
+                if self._first_time(-int(row["id"]), exc):
+                    log.exception("definition %s: cannot materialise its occurrences", row["key"])
+
+    async def _materialise_definition(self, row: Any, now: dt.datetime, until: dt.datetime) -> int:
+        created = 0
+        async with self.engine.begin() as conn:
+            version_id = int(row["current_version_id"])
+            current = catalog.CurrentDefinition(
+                int(row["id"]), version_id, await self.versions.get(conn, version_id)
+            )
+            definition = current.definition
+            if not isinstance(definition.schedule, ManualSchedule):
+                published = await definitions_sql.version(conn, version_id)
+                assert published is not None
+                floor = max(
+                    published["published_at"], now - dt.timedelta(seconds=self.settings.lookback_seconds)
                 )
-                definition = current.definition
-                if not isinstance(definition.schedule, ManualSchedule):
-                    published = await definitions_sql.version(conn, current.version_id)
-                    assert published is not None
-                    floor = max(
-                        published["published_at"], now - dt.timedelta(seconds=self.settings.lookback_seconds)
-                    )
-                    after = max(row["materialised_until"] or floor, floor)
-                    for moment in occurrences(definition, after, until):
-                        for scope in definition.run_scopes():
-                            if await catalog.create_run(conn, current, scope, moment, now, actor="schedule"):
-                                report.materialised += 1
-                await definitions_sql.set_materialised_until(conn, current.definition_id, until)
+                after = max(row["materialised_until"] or floor, floor)
+                for moment in occurrences(definition, after, until):
+                    for scope in definition.run_scopes():
+                        if await catalog.create_run(conn, current, scope, moment, now, actor="schedule"):
+                            created += 1
+            await definitions_sql.set_materialised_until(conn, current.definition_id, until)
+        return created
 
     async def _mark_missed(self, report: TickReport) -> None:
         now = self.clock.now()
@@ -236,26 +250,39 @@ class Runner:
         gate = asyncio.Semaphore(self.settings.concurrent_runs)
 
         async def one(row: Any) -> None:
+            run_id = int(row["id"])
             async with gate:
                 try:
                     if await self._advance(row, report):
                         report.runs_advanced += 1
+                    self._last_error.pop(run_id, None)
                 except (sa_exc.OperationalError, sa_exc.InterfaceError, OSError, ConnectionError) as exc:
                     # A database blip mid-run: the lease expires and the next tick carries on.
-                    report.errors.append(f"run {row['id']}: {exc}")
-                    log.warning(
-                        "run %s: database error while advancing: %s",
-                        row["id"],
-                        exc,
-                        extra={"run_id": row["id"]},
-                    )
+                    report.errors.append(f"run {run_id}: {exc}")
+                    if self._first_time(run_id, exc):
+                        log.warning(
+                            "run %s: database error while advancing: %s",
+                            run_id,
+                            exc,
+                            extra={"run_id": run_id},
+                        )
                 except Exception as exc:
-                    report.errors.append(f"run {row['id']}: {exc!r}")
-                    log.exception(
-                        "run %s: unexpected error while advancing", row["id"], extra={"run_id": row["id"]}
-                    )
+                    report.errors.append(f"run {run_id}: {exc!r}")
+                    if self._first_time(run_id, exc):
+                        log.exception(
+                            "run %s: unexpected error while advancing", run_id, extra={"run_id": run_id}
+                        )
 
         await asyncio.gather(*(one(row) for row in due))
+
+    def _first_time(self, run_id: int, exc: BaseException) -> bool:
+        """Log an error once, not on every tick it repeats (until it changes or clears). Runs are
+        keyed by id, definitions by their negated id."""
+        text = f"{type(exc).__name__}: {exc}"
+        if self._last_error.get(run_id) == text:
+            return False
+        self._last_error[run_id] = text
+        return True
 
     async def _advance(self, row: Any, report: TickReport) -> bool:
         run_id = int(row["id"])
@@ -265,6 +292,10 @@ class Runner:
         wake: dt.datetime | None = None
         try:
             wake = await self._drive(lease, report)
+        except BaseException:
+            # Look again after the backoff rather than leave the run dormant with no wake time.
+            wake = self.clock.now() + dt.timedelta(seconds=self.settings.retry_seconds)
+            raise
         finally:
             async with self.engine.begin() as conn:
                 await runs_sql.release_claim(

@@ -150,6 +150,8 @@ runs = sa.Table(
     sa.Index("idx_evrun_due", "status", "scheduled_for"),
     sa.Index("idx_evrun_concurrency", "concurrency_key", "status"),
     sa.Index("idx_evrun_wake", "wake_at"),
+    # Dropping dead holders' leases must not scan every run in the table.
+    sa.Index("idx_evrun_lease", "claim_expires_at"),
 )
 
 steps = sa.Table(

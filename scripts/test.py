@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bootstrap import BIN, ROOT, ensure_venv, say  # noqa: E402
+from _bootstrap import BIN, ROOT, ensure_venv, say
 
 SERVER_BINARIES = ("mariadbd", "mysqld")
 SBIN_DIRS = ("/usr/sbin", "/usr/libexec", "/usr/local/sbin")

@@ -200,6 +200,7 @@ def upgrade() -> None:
         batch_op.create_index("idx_evrun_concurrency", ["concurrency_key", "status"], unique=False)
         batch_op.create_index("idx_evrun_due", ["status", "scheduled_for"], unique=False)
         batch_op.create_index("idx_evrun_wake", ["wake_at"], unique=False)
+        batch_op.create_index("idx_evrun_lease", ["claim_expires_at"], unique=False)
 
     op.create_table(
         "event_run_steps",
@@ -300,6 +301,7 @@ def downgrade() -> None:
 
     op.drop_table("event_run_steps")
     with op.batch_alter_table("event_runs", schema=None) as batch_op:
+        batch_op.drop_index("idx_evrun_lease")
         batch_op.drop_index("idx_evrun_wake")
         batch_op.drop_index("idx_evrun_due")
         batch_op.drop_index("idx_evrun_concurrency")

@@ -343,3 +343,36 @@ async def test_the_dispatch_envelope_carries_exactly_what_the_seed_says(world: W
         "step_id",
         "verify",
     ]
+
+
+async def test_one_broken_run_never_stops_the_others_and_is_logged_once(world: World, caplog) -> None:  # type: ignore[no-untyped-def]
+    """A run the engine cannot advance (here: its pinned version no longer parses) is logged
+    once with its id, retried after the backoff, and every other run carries on. (The broken
+    definition is also reported by the materialise pass, which carries on past it too.)"""
+    import sqlalchemy as sa
+
+    from runner.schema import versions
+
+    world.register(world.scripted.action("test.noop"))
+    broken = await world.seed_run([phase("main", step("test.noop"))])
+    healthy = await world.seed_run([phase("main", step("test.noop"))])
+    version_id = (await world.run(broken))["version_id"]
+    async with world.engine.begin() as conn:
+        await conn.execute(
+            sa.update(versions).where(versions.c.id == version_id).values(spec={"nonsense": True})
+        )
+    world.runner.versions = type(world.runner.versions)()
+
+    caplog.set_level("ERROR", logger="runner.engine")
+    first = await world.tick(T0)
+    assert (await world.run(healthy))["status"] == "completed"
+    assert [e for e in first.errors if e.startswith(f"run {broken}:")] != []
+    assert not [e for e in first.errors if e.startswith(f"run {healthy}:")]
+    assert (await world.run(broken))["wake_at"] == later(RETRY_SECONDS * 1000), (
+        "looked at again after the backoff"
+    )
+
+    await world.tick(later(RETRY_SECONDS * 1000))
+    logged = [r for r in caplog.records if f"run {broken}" in r.getMessage()]
+    assert len(logged) == 1, "a repeating error is logged once, not on every tick"
+    assert logged[0].run_id == broken  # type: ignore[attr-defined]
