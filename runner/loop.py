@@ -1,0 +1,129 @@
+"""Keep ticking: the loop every long-running front end drives the runner with.
+
+* It sleeps until the next due step when that is sooner than the interval, so a wait that ends
+  at 20:00:00.3 is served at 20:00:00.3, not at the next multiple of the interval.
+* ``nudge()`` wakes it at once (after a control or a cue click), so the next step goes out now.
+* A database outage never stops it: the first failure is logged once, ticks back off
+  exponentially up to a cap, and the recovery is logged once when a tick succeeds again.
+* Any other error is logged (once while it repeats) and the loop carries on.
+
+Nothing here knows Discord; the bot wraps it in a ``discord.ext.tasks`` loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import exc as sa_exc
+
+from runner.engine import Runner, TickReport
+
+log = logging.getLogger(__name__)
+
+DATABASE_ERRORS = (
+    sa_exc.OperationalError,
+    sa_exc.InterfaceError,
+    sa_exc.DisconnectionError,
+    OSError,
+    ConnectionError,
+)
+
+
+@dataclass
+class LoopState:
+    ticks: int = 0
+    failures: int = 0
+    outages: int = 0
+    database_down_since: float | None = None
+    last_report: TickReport | None = None
+
+
+class RunnerLoop:
+    def __init__(
+        self,
+        runner: Runner,
+        *,
+        interval: float = 5.0,
+        min_delay: float = 0.0,
+        backoff_start: float = 1.0,
+        backoff_cap: float = 60.0,
+    ) -> None:
+        self.runner = runner
+        self.interval = interval
+        self.min_delay = min_delay
+        self.backoff_start = backoff_start
+        self.backoff_cap = backoff_cap
+        self.state = LoopState()
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._backoff = backoff_start
+        self._last_error: str | None = None
+
+    def nudge(self) -> None:
+        """Tick as soon as possible (thread-unsafe by design: call from the loop's thread)."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+
+    async def run_once(self) -> float:
+        """One tick; answers how long to sleep before the next one (unless nudged)."""
+        self._wake.clear()
+        try:
+            report = await self.runner.tick()
+            delay = await self._delay_until_next_wake()
+        except DATABASE_ERRORS as exc:
+            return self._database_failed(exc)
+        except Exception as exc:
+            self.state.failures += 1
+            text = f"{type(exc).__name__}: {exc}"
+            if text != self._last_error:
+                log.exception("tick failed; carrying on")
+                self._last_error = text
+            return self.interval
+        self.state.ticks += 1
+        self.state.last_report = report
+        self._last_error = None
+        if self.state.database_down_since is not None:
+            down_for = time.monotonic() - self.state.database_down_since
+            log.warning("database reachable again after %.1f s; ticking resumes", down_for)
+            self.state.database_down_since = None
+            self._backoff = self.backoff_start
+        return delay
+
+    def _database_failed(self, exc: BaseException) -> float:
+        self.state.failures += 1
+        if self.state.database_down_since is None:
+            self.state.outages += 1
+            self.state.database_down_since = time.monotonic()
+            log.error("database unreachable (%s: %s); retrying with backoff", type(exc).__name__, exc)
+            self._backoff = self.backoff_start
+        delay = self._backoff
+        self._backoff = min(self._backoff * 2, self.backoff_cap)
+        return delay
+
+    async def _delay_until_next_wake(self) -> float:
+        wake = await self.runner.next_wake()
+        if wake is None:
+            return self.interval
+        seconds = (wake - self.runner.clock.now()).total_seconds()
+        return max(self.min_delay, min(self.interval, seconds))
+
+    async def sleep(self, delay: float) -> None:
+        """Sleep ``delay`` seconds, or less if nudged."""
+        if delay <= 0 or self._wake.is_set():
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout=delay)
+
+    async def run_forever(self) -> None:
+        while not self._stopping:
+            delay = await self.run_once()
+            if self._stopping:
+                break
+            await self.sleep(delay)
