@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from actions import limits
-from actions.delivery import Announcement, Cue, Delivery, DeliveryError, Embed, EmbedField
+from actions.delivery import Announcement, Cue, Delivery, DeliveryError, Embed, EmbedField, Posted
 from runner.registry import Action, Envelope
 from runner.views import StepContext
 
@@ -153,13 +153,7 @@ def announce_action(delivery: Delivery, describe: Describe, *, budget_ms: int = 
             step_id=envelope.step_id,
             context=context,
         )
-        if envelope.verify:
-            return _verdict(await delivery.check(request))
-        try:
-            posted = await delivery.announce(request)
-        except DeliveryError as exc:
-            return {"ok": False, "retry": exc.transient, "error": str(exc)}
-        return {"ok": True, "output": {"posted": posted.as_dict()}}
+        return await _deliver(envelope, request, delivery, delivery.announce, park=False)
 
     return Action(
         id="discord.announce",
@@ -188,14 +182,8 @@ def cue_action(delivery: Delivery, describe: Describe, *, budget_ms: int = 15_00
             step_id=envelope.step_id,
             context=context,
         )
-        if envelope.verify:
-            return _verdict(await delivery.check(request))
-        try:
-            posted = await delivery.post_cue(request)
-        except DeliveryError as exc:
-            return {"ok": False, "retry": exc.transient, "error": str(exc)}
-        # Parked: the step waits, with no lease, for a GM to confirm or skip it.
-        return {"ok": True, "await": "human", "output": {"posted": posted.as_dict()}}
+        # Parked once posted: the step waits, with no lease, for a GM to confirm or skip it.
+        return await _deliver(envelope, request, delivery, delivery.post_cue, park=True)
 
     return Action(
         id="gm.cue",
@@ -210,7 +198,25 @@ def cue_action(delivery: Delivery, describe: Describe, *, budget_ms: int = 15_00
     )
 
 
-def _verdict(problems: list[str]) -> dict[str, Any]:
-    if problems:
-        return {"ok": False, "retry": False, "error": "; ".join(problems), "problems": problems}
-    return {"ok": True}
+async def _deliver(
+    envelope: Envelope,
+    request: Any,
+    delivery: Delivery,
+    send: Callable[[Any], Awaitable[Posted]],
+    *,
+    park: bool,
+) -> dict[str, Any]:
+    """Verify (check without sending) or send, and answer in the runner's protocol."""
+    if envelope.verify:
+        problems = await delivery.check(request)
+        if problems:
+            return {"ok": False, "retry": False, "error": "; ".join(problems), "problems": problems}
+        return {"ok": True}
+    try:
+        posted = await send(request)
+    except DeliveryError as exc:
+        return {"ok": False, "retry": exc.transient, "error": str(exc)}
+    answer: dict[str, Any] = {"ok": True, "output": {"posted": posted.as_dict()}}
+    if park:
+        answer["await"] = "human"
+    return answer

@@ -225,16 +225,7 @@ class Controls:
         """``paused -> running``. A run paused after a failed step carries on past it."""
         now = self.clock.now()
         async with self.engine.begin() as conn:
-            if await runs_sql.transition(conn, run_id, "paused", "running", now, wake_at=now):
-                await runs_sql.set_last_error(conn, run_id, None, now)
-                await run_log.write(
-                    conn,
-                    run_id,
-                    "run.status",
-                    now,
-                    actor=actor,
-                    detail={"from": "paused", "to": "running", "control": "resume"},
-                )
+            if await _resume(conn, run_id, now, actor, "resume"):
                 result = ControlResult(True, f"run {run_id} resumed", run_id=run_id)
             else:
                 run = await runs_sql.get(conn, run_id)
@@ -317,17 +308,8 @@ class Controls:
                 detail={"previous_error": step["last_error"]},
             )
             if run["status"] == "paused":
-                if not await runs_sql.transition(conn, run_id, "paused", "running", now, wake_at=now):
+                if not await _resume(conn, run_id, now, actor, "retry"):
                     raise _Raced
-                await runs_sql.set_last_error(conn, run_id, None, now)
-                await run_log.write(
-                    conn,
-                    run_id,
-                    "run.status",
-                    now,
-                    actor=actor,
-                    detail={"from": "paused", "to": "running", "control": "retry"},
-                )
             else:
                 await runs_sql.nudge(conn, run_id, now)
         self._changed()
@@ -418,6 +400,18 @@ class Controls:
         self._changed()
         suffix = "; the run is paused and will carry on when resumed" if run["status"] == "paused" else ""
         return ControlResult(True, f"skipped{suffix}", run_id=owner_run, step_id=step_id, cues=(ref,))
+
+
+async def _resume(
+    conn: AsyncConnection, run_id: int, now: dt.datetime, actor: str | None, control: str
+) -> bool:
+    """``paused -> running``, waking the run and clearing the error it paused on."""
+    if not await runs_sql.transition(conn, run_id, "paused", "running", now, wake_at=now):
+        return False
+    await runs_sql.set_last_error(conn, run_id, None, now)
+    detail = {"from": "paused", "to": "running", "control": control}
+    await run_log.write(conn, run_id, "run.status", now, actor=actor, detail=detail)
+    return True
 
 
 class _Raced(Exception):
