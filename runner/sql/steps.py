@@ -287,19 +287,7 @@ async def confirm_parked(
 ) -> bool:
     """A human confirms a parked cue. A leased step is somebody's dispatch in progress and is
     refused; a second confirm matches nothing and is told 0."""
-    outcome = await conn.execute(
-        sa.update(steps)
-        .where(steps.c.id == step_id, _parked)
-        .values(
-            status="done",
-            finished_at=now,
-            claimed_by=None,
-            settled_by=actor,
-            note=note[:500] if note else None,
-            updated_at=now,
-        )
-    )
-    return outcome.rowcount == 1
+    return await _settle_by_human(conn, step_id, _parked, "done", now, actor, note)
 
 
 async def skip_by_human(
@@ -307,11 +295,24 @@ async def skip_by_human(
 ) -> bool:
     """A pending step or a parked cue; never a leased one, never a failed one (resume carries a
     phase past a failed step)."""
+    guard = sa.or_(steps.c.status == "pending", _parked)
+    return await _settle_by_human(conn, step_id, guard, "skipped", now, actor, note)
+
+
+async def _settle_by_human(
+    conn: AsyncConnection,
+    step_id: int,
+    guard: sa.ColumnElement[bool],
+    status: str,
+    now: dt.datetime,
+    actor: str | None,
+    note: str | None,
+) -> bool:
     outcome = await conn.execute(
         sa.update(steps)
-        .where(steps.c.id == step_id, sa.or_(steps.c.status == "pending", _parked))
+        .where(steps.c.id == step_id, guard)
         .values(
-            status="skipped",
+            status=status,
             finished_at=now,
             claimed_by=None,
             settled_by=actor,
