@@ -376,3 +376,40 @@ async def test_one_broken_run_never_stops_the_others_and_is_logged_once(world: W
     logged = [r for r in caplog.records if f"run {broken}" in r.getMessage()]
     assert len(logged) == 1, "a repeating error is logged once, not on every tick"
     assert logged[0].run_id == broken  # type: ignore[attr-defined]
+
+
+async def test_a_pause_pressed_mid_batch_stops_the_batch_at_the_next_step(world: World) -> None:
+    """The seed-named defect: the runner drained up to 24 more steps after a pause because it
+    checked the run's status only at the top of the tick. Here a moderator pauses while step 2
+    is being dispatched; step 3 must not go out."""
+    run_id = await world.seed_run(
+        [phase("main", step("test.noop"), step("test.pauses"), step("test.noop"), step("test.noop"))]
+    )
+
+    async def pause_meanwhile(envelope: object, params: object) -> dict[str, bool]:
+        assert (await world.controls.pause(run_id, actor="mod")).ok
+        return {"ok": True}
+
+    world.register(
+        world.scripted.action("test.noop"), world.scripted.action("test.pauses", perform=pause_meanwhile)
+    )
+    await world.tick(T0)
+    assert [s["status"] for s in await world.steps_of(run_id)] == ["done", "done", "pending", "pending"]
+    assert len(world.scripted["test.noop"].calls) == 1
+    run = await world.run(run_id)
+    assert (run["status"], run["claimed_by"]) == ("paused", None)
+
+
+async def test_a_tick_advances_one_run_by_a_bounded_number_of_steps(engine) -> None:  # type: ignore[no-untyped-def]
+    """One long event cannot starve the others: the rest waits for the next tick."""
+    from runner.engine import RunnerSettings
+
+    world = World(engine, settings=RunnerSettings(steps_per_tick=2))
+    world.register(world.scripted.action("test.noop"))
+    run_id = await world.seed_run([phase("main", *[step("test.noop")] * 5)])
+    await world.tick(T0)
+    assert [s["status"] for s in await world.steps_of(run_id)].count("done") == 2
+    assert (await world.run(run_id))["wake_at"] == T0, "it asks for another tick at once"
+    await world.tick(later(1))
+    await world.tick(later(2))
+    assert (await world.run(run_id))["status"] == "completed"
