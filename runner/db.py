@@ -15,13 +15,20 @@ Backend differences live here and in ``insert_ignore``, not in the statements:
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import functools
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.dialects import mysql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 DEFAULT_URL = "sqlite+aiosqlite:///eventbot.sqlite3"
 SQLITE_BUSY_TIMEOUT_MS = 10_000
@@ -85,3 +92,39 @@ def insert_ignore(connection: sa.engine.Connection | Any, table: sa.Table) -> An
     if connection.dialect.name == "sqlite":
         return sqlite.insert(table).on_conflict_do_nothing()
     return mysql.insert(table).prefix_with("IGNORE")
+
+
+# MariaDB: 1213 deadlock, 1205 lock wait timeout. Both roll the statement (1213: the whole
+# transaction) back and ask for the transaction to be tried again.
+_CONFLICT_CODES = {1205, 1213}
+CONFLICT_ATTEMPTS = 5
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """A transaction lost a lock conflict and may simply be run again."""
+    original = getattr(exc, "orig", None)
+    args = getattr(original, "args", ())
+    if args and args[0] in _CONFLICT_CODES:
+        return True
+    return "database is locked" in str(original or exc).lower()
+
+
+def retry_on_conflict(method: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """Run a method that holds exactly one transaction again when it loses a lock conflict.
+
+    Two runners on one MariaDB will now and then deadlock on the same index range; InnoDB
+    rolls one back and says "try restarting transaction". Only methods whose every effect is
+    inside that one transaction may wear this."""
+
+    @functools.wraps(method)
+    async def again(*args: P.args, **kwargs: P.kwargs) -> T:
+        for attempt in range(CONFLICT_ATTEMPTS):
+            try:
+                return await method(*args, **kwargs)
+            except sa.exc.OperationalError as exc:
+                if not is_conflict(exc) or attempt == CONFLICT_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(random.uniform(0.002, 0.02) * 2**attempt)
+        raise AssertionError("unreachable")
+
+    return again

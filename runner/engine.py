@@ -31,7 +31,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import catalog
 from runner.clock import Clock, SystemClock
-from runner.definitions import EventDefinition, ManualSchedule
+from runner.db import retry_on_conflict
+from runner.definitions import EventDefinition, ManualSchedule, PhaseDefinition
 from runner.dispatch import Classified, perform
 from runner.registry import ActionRegistry, Envelope
 from runner.schedule import occurrences
@@ -68,6 +69,10 @@ class RunnerSettings:
     due_batch: int = 1000
     lookahead_seconds: float = 24 * 3600
     lookback_seconds: float = 7 * 24 * 3600
+    # A run waiting on a concurrency key is woken when the holder ends. The recheck bounds the
+    # one race that wake can miss (blocked by a holder that ended a moment before the mark was
+    # written), so keep it short; blocked runs are few.
+    blocked_recheck_seconds: float = 10.0
     # Waits in rehearsal runs pass this many times faster (staff watch an event play out).
     rehearsal_speed: float = 1.0
 
@@ -137,17 +142,23 @@ class Runner:
     # ── 1. Reclaim ────────────────────────────────────────────────────────
 
     async def _reclaim(self, report: TickReport) -> None:
+        outcome = await self._reclaim_transaction()
+        report.reclaimed += outcome.reclaimed
+        report.gave_up += outcome.failed
+
+    @retry_on_conflict
+    async def _reclaim_transaction(self) -> steps_sql.Reclaimed:
         now = self.clock.now()
+        outcome = steps_sql.Reclaimed(0, 0)
         async with self.engine.begin() as conn:
             stale = await steps_sql.stale(conn, now)
             if stale:
                 outcome = await steps_sql.reclaim_stale(
                     conn, now, self.settings.max_attempts, step_ids=[int(s["id"]) for s in stale]
                 )
-                report.reclaimed += outcome.reclaimed
-                report.gave_up += outcome.failed
                 await self._after_reclaim(conn, stale, now)
             await runs_sql.reclaim_stale(conn, now)
+        return outcome
 
     async def _after_reclaim(self, conn: AsyncConnection, stale: Any, now: dt.datetime) -> None:
         for row in stale:
@@ -192,6 +203,7 @@ class Runner:
                 if self._first_time(-int(row["id"]), exc):
                     log.exception("definition %s: cannot materialise its occurrences", row["key"])
 
+    @retry_on_conflict
     async def _materialise_definition(self, row: Any, now: dt.datetime, until: dt.datetime) -> int:
         created = 0
         async with self.engine.begin() as conn:
@@ -215,7 +227,12 @@ class Runner:
         return created
 
     async def _mark_missed(self, report: TickReport) -> None:
+        report.missed += await self._mark_missed_transaction()
+
+    @retry_on_conflict
+    async def _mark_missed_transaction(self) -> int:
         now = self.clock.now()
+        missed = 0
         async with self.engine.begin() as conn:
             for run_id in await runs_sql.find_missed(conn, now):
                 run = await runs_sql.get(conn, run_id)
@@ -237,7 +254,8 @@ class Runner:
                         "steps_cancelled": cancelled,
                     },
                 )
-                report.missed += 1
+                missed += 1
+        return missed
 
     # ── 3. Advance ────────────────────────────────────────────────────────
 
@@ -285,7 +303,6 @@ class Runner:
         return True
 
     async def _advance(self, row: Any, report: TickReport) -> bool:
-        run_id = int(row["id"])
         lease = await self._take(row)
         if lease is None:
             return False
@@ -297,12 +314,17 @@ class Runner:
             wake = self.clock.now() + dt.timedelta(seconds=self.settings.retry_seconds)
             raise
         finally:
-            async with self.engine.begin() as conn:
-                await runs_sql.release_claim(
-                    conn, run_id, self.owner, wake_at=wake, nudges_seen=lease.nudges_seen
-                )
+            await self._release(lease, wake)
         return True
 
+    @retry_on_conflict
+    async def _release(self, lease: _Lease, wake: dt.datetime | None) -> None:
+        async with self.engine.begin() as conn:
+            await runs_sql.release_claim(
+                conn, lease.run_id, self.owner, wake_at=wake, nudges_seen=lease.nudges_seen
+            )
+
+    @retry_on_conflict
     async def _take(self, row: Any) -> _Lease | None:
         """Take the run's lease: ``scheduled -> starting`` (with the concurrency key) or a free
         lease on a run in flight. ``None`` when someone else has it or the key is held."""
@@ -315,9 +337,10 @@ class Runner:
                 if holder is not None:
                     await self._blocked(conn, run_id, row["concurrency_key"], int(holder["id"]), now)
                     return None
+                # No savepoint: a refused statement does not abort the transaction on either
+                # backend, and a deadlock (which does) would take the savepoint with it.
                 try:
-                    async with conn.begin_nested():
-                        won = await runs_sql.claim_start(conn, run_id, self.owner, until, now)
+                    won = await runs_sql.claim_start(conn, run_id, self.owner, until, now)
                 except sa_exc.IntegrityError:
                     # Another runner started a holder of the same key between our check and our
                     # claim; the slot's unique index refused us.
@@ -340,7 +363,8 @@ class Runner:
         self, conn: AsyncConnection, run_id: int, key: str, holder_id: int, now: dt.datetime
     ) -> None:
         error = f"waiting: concurrency key {key!r} is held by run {holder_id}"
-        if await runs_sql.mark_blocked(conn, run_id, holder_id, error, now):
+        recheck = now + dt.timedelta(seconds=self.settings.blocked_recheck_seconds)
+        if await runs_sql.mark_blocked(conn, run_id, holder_id, error, now, recheck):
             await run_log.write(
                 conn, run_id, "run.blocked", now, detail={"key": key, "holder_run_id": holder_id}
             )
@@ -392,6 +416,7 @@ class Runner:
                     break
                 return verdict  # type: ignore[return-value]
 
+    @retry_on_conflict
     async def _enter_first_phase(self, run: Any, definition: EventDefinition, now: dt.datetime) -> bool:
         first = definition.phases[0]
         async with self.engine.begin() as conn:
@@ -417,30 +442,7 @@ class Runner:
             # A wait at the very end holds the end of the event too.
             return run["held_until"]
         try:
-            async with self.engine.begin() as conn:
-                await run_log.write(conn, run_id, "phase.completed", now, detail={"phase": phase})
-                if following is None:
-                    if not await runs_sql.transition(conn, run_id, "running", "ending", now):
-                        raise _Abandon
-                    await run_log.write(
-                        conn, run_id, "run.status", now, detail={"from": "running", "to": "ending"}
-                    )
-                else:
-                    await steps_sql.materialise_phase(
-                        conn,
-                        run_id,
-                        following.key,
-                        catalog.phase_step_specs(following),
-                        now,
-                        first_due_at=run["held_until"],
-                    )
-                    # running -> running: the guard is "still running", which is the answer wanted.
-                    if not await runs_sql.transition(
-                        conn, run_id, "running", "running", now, phase=following.key
-                    ):
-                        raise _Abandon
-                    await runs_sql.take_phase_hold(conn, run_id)
-                    await run_log.write(conn, run_id, "phase.started", now, detail={"phase": following.key})
+            await self._cross_phase_boundary(run, phase, following, now)
         except _Abandon:
             return None
         if following is None:
@@ -448,6 +450,39 @@ class Runner:
             return None
         return _CONTINUE
 
+    @retry_on_conflict
+    async def _cross_phase_boundary(
+        self, run: Any, phase: str, following: PhaseDefinition | None, now: dt.datetime
+    ) -> None:
+        """Close ``phase`` and enter ``following`` (or ``ending``), in one transaction; raises
+        ``_Abandon`` (rolling it back) when the run stopped being ``running`` underneath us."""
+        run_id = int(run["id"])
+        async with self.engine.begin() as conn:
+            await run_log.write(conn, run_id, "phase.completed", now, detail={"phase": phase})
+            if following is None:
+                if not await runs_sql.transition(conn, run_id, "running", "ending", now):
+                    raise _Abandon
+                await run_log.write(
+                    conn, run_id, "run.status", now, detail={"from": "running", "to": "ending"}
+                )
+            else:
+                await steps_sql.materialise_phase(
+                    conn,
+                    run_id,
+                    following.key,
+                    catalog.phase_step_specs(following),
+                    now,
+                    first_due_at=run["held_until"],
+                )
+                # running -> running: the guard is "still running", which is the answer wanted.
+                if not await runs_sql.transition(
+                    conn, run_id, "running", "running", now, phase=following.key
+                ):
+                    raise _Abandon
+                await runs_sql.take_phase_hold(conn, run_id)
+                await run_log.write(conn, run_id, "phase.started", now, detail={"phase": following.key})
+
+    @retry_on_conflict
     async def _complete(self, run_id: int, now: dt.datetime) -> None:
         async with self.engine.begin() as conn:
             if await runs_sql.transition(conn, run_id, "ending", "completed", now):
@@ -462,18 +497,7 @@ class Runner:
     ) -> object:
         run_id = lease.run_id
         step_id = int(step["id"])
-        action = self.registry.get(step["action_id"])
-        budget = (action.budget_ms if action else 1000) / 1000
-        now = self.clock.now()
-        step_lease = now + dt.timedelta(seconds=budget + self.settings.step_lease_margin_seconds)
-        async with self.engine.begin() as conn:
-            if lease.until < step_lease + dt.timedelta(seconds=self.settings.step_lease_margin_seconds):
-                lease.until = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
-                await runs_sql.renew_claim(conn, run_id, self.owner, lease.until)
-            claimed = await steps_sql.claim(
-                conn, step_id, run_id=run_id, owner=self.owner, lease_until=step_lease, now=now
-            )
-        if not claimed:
+        if not await self._claim_step(lease, step):
             # Paused or cancelled underneath us, or a human settled this step: look again.
             return _REREAD
         report.steps_dispatched += 1
@@ -490,6 +514,23 @@ class Runner:
         attempts = int(step["attempts"]) + 1  # the row was read before our claim counted this one
         return await self._settle(run, step, attempts, outcome)
 
+    @retry_on_conflict
+    async def _claim_step(self, lease: _Lease, step: Any) -> bool:
+        """Lease the step (renewing the run's lease first when the step could outlast it)."""
+        action = self.registry.get(step["action_id"])
+        budget = (action.budget_ms if action else 1000) / 1000
+        now = self.clock.now()
+        margin = dt.timedelta(seconds=self.settings.step_lease_margin_seconds)
+        step_lease = now + dt.timedelta(seconds=budget) + margin
+        async with self.engine.begin() as conn:
+            if lease.until < step_lease + margin:
+                lease.until = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
+                await runs_sql.renew_claim(conn, lease.run_id, self.owner, lease.until)
+            return await steps_sql.claim(
+                conn, int(step["id"]), run_id=lease.run_id, owner=self.owner, lease_until=step_lease, now=now
+            )
+
+    @retry_on_conflict
     async def _settle(self, run: Any, step: Any, attempts: int, outcome: Classified) -> object:
         run_id = int(run["id"])
         step_id = int(step["id"])

@@ -48,13 +48,13 @@ class RunnerLoop:
         runner: Runner,
         *,
         interval: float = 5.0,
-        min_delay: float = 0.0,
+        stuck_delay: float = 0.5,
         backoff_start: float = 1.0,
         backoff_cap: float = 60.0,
     ) -> None:
         self.runner = runner
         self.interval = interval
-        self.min_delay = min_delay
+        self.stuck_delay = stuck_delay
         self.backoff_start = backoff_start
         self.backoff_cap = backoff_cap
         self.state = LoopState()
@@ -108,11 +108,16 @@ class RunnerLoop:
         return delay
 
     async def _delay_until_next_wake(self) -> float:
+        """Until the next wake, capped by the interval. A wake already past after a tick belongs
+        to a run this process could not move (another process holds its lease): ``stuck_delay``
+        keeps the loop from spinning on it; a future wake is served on time, however close."""
         wake = await self.runner.next_wake()
         if wake is None:
             return self.interval
         seconds = (wake - self.runner.clock.now()).total_seconds()
-        return max(self.min_delay, min(self.interval, seconds))
+        if seconds <= 0:
+            return min(self.stuck_delay, self.interval)
+        return min(self.interval, seconds)
 
     async def sleep(self, delay: float) -> None:
         """Sleep ``delay`` seconds, or less if nudged."""

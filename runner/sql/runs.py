@@ -157,7 +157,8 @@ async def transition(
 ) -> bool:
     """A guarded status move; 0 rows means the run was no longer in ``from_statuses``.
 
-    Terminal statuses stamp ``ended_at`` once, drop the lease and free the concurrency slot.
+    Terminal statuses stamp ``ended_at`` once, drop the lease, free the concurrency slot and
+    wake the runs that were waiting for it.
     """
     froms = (from_statuses,) if isinstance(from_statuses, str) else tuple(from_statuses)
     values: dict[str, Any] = {"status": to, "updated_at": now}
@@ -181,7 +182,10 @@ async def transition(
     result = await conn.execute(
         sa.update(runs).where(runs.c.id == run_id, runs.c.status.in_(froms)).values(**values)
     )
-    return result.rowcount == 1
+    moved = result.rowcount == 1
+    if moved and to in RUN_TERMINAL:
+        await wake_waiters(conn, run_id, now)
+    return moved
 
 
 async def degrade(conn: AsyncConnection, run_id: int, now: dt.datetime) -> bool:
@@ -215,19 +219,37 @@ async def concurrency_holder(conn: AsyncConnection, key: str | None, except_id: 
 
 
 async def mark_blocked(
-    conn: AsyncConnection, run_id: int, holder_id: int, error: str, now: dt.datetime
+    conn: AsyncConnection, run_id: int, holder_id: int, error: str, now: dt.datetime, recheck_at: dt.datetime
 ) -> bool:
-    """Record who holds our key; True only when the holder changed (log ``run.blocked`` once)."""
-    result = await conn.execute(
+    """Record who holds our key and look again at ``recheck_at`` (the holder wakes us sooner
+    when it ends). True only when the holder changed, so ``run.blocked`` is logged once."""
+    changed = await conn.execute(
         sa.update(runs)
         .where(
             runs.c.id == run_id,
             runs.c.status == "scheduled",
             sa.or_(runs.c.blocked_by.is_(None), runs.c.blocked_by != holder_id),
         )
-        .values(blocked_by=holder_id, last_error=error[:500], updated_at=now)
+        .values(blocked_by=holder_id, last_error=error[:500], wake_at=recheck_at, updated_at=now)
     )
-    return result.rowcount == 1
+    if changed.rowcount == 1:
+        return True
+    await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id, runs.c.status == "scheduled", runs.c.blocked_by == holder_id)
+        .values(wake_at=recheck_at)
+    )
+    return False
+
+
+async def wake_waiters(conn: AsyncConnection, holder_id: int, now: dt.datetime) -> int:
+    """Runs blocked on ``holder_id``'s concurrency key get a tick now that it has let go."""
+    result = await conn.execute(
+        sa.update(runs)
+        .where(runs.c.blocked_by == holder_id, runs.c.status == "scheduled")
+        .values(wake_at=now, nudges=runs.c.nudges + 1)
+    )
+    return result.rowcount
 
 
 async def find_due(conn: AsyncConnection, now: dt.datetime, limit: int) -> Sequence[Row]:
@@ -257,10 +279,24 @@ async def next_wake(conn: AsyncConnection) -> dt.datetime | None:
 
 async def reclaim_stale(conn: AsyncConnection, now: dt.datetime) -> int:
     """Drop run leases whose holder died; ``claim_tick`` would take them anyway, this makes the
-    table say so."""
+    table say so. Read first, then update by primary key: a range UPDATE over the lease index
+    deadlocks against other runners moving their own leases through it."""
+    stale_ids = (
+        (
+            await conn.execute(
+                sa.select(runs.c.id).where(
+                    runs.c.claim_expires_at.is_not(None), runs.c.claim_expires_at < now
+                )
+            )
+        )
+        .scalars()
+        .all()
+    )
+    if not stale_ids:
+        return 0
     result = await conn.execute(
         sa.update(runs)
-        .where(runs.c.claim_expires_at.is_not(None), runs.c.claim_expires_at < now)
+        .where(runs.c.id.in_(stale_ids), runs.c.claim_expires_at < now)
         .values(claimed_by=None, claim_expires_at=None)
     )
     return result.rowcount

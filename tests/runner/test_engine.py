@@ -251,11 +251,13 @@ async def test_a_held_concurrency_key_holds_the_run_and_logs_the_reason_once(wor
     assert (await world.kinds(waiting)).count("run.blocked") == 1, (
         "a line per tick would bury the one that matters"
     )
+    assert (await world.run(waiting))["wake_at"] > later(15_000), "a blocked run costs the tick nothing meanwhile"
 
     cue = (await world.steps_of(holder))[0]
     assert (await world.controls.confirm(cue["id"], actor="gm")).ok
     await world.tick(later(30_000))
     assert (await world.run(holder))["status"] == "completed"
+    assert (await world.run(waiting))["wake_at"] == later(30_000), "the holder wakes its waiters as it ends"
     await world.tick(later(31_000))
     assert (await world.run(waiting))["status"] == "completed"
 

@@ -110,3 +110,32 @@ async def test_an_unexpected_tick_error_does_not_stop_the_loop(caplog: pytest.Lo
     assert [await loop.run_once() for _ in range(4)] == [2, 2, 2, 2]
     assert loop.state.ticks == 1
     assert len(caplog.records) == 1, "the same error is logged once while it repeats"
+
+
+class StubRunner:
+    """Answers a fixed next wake, to see how long the loop decides to sleep."""
+
+    def __init__(self, wake_in: float | None) -> None:
+        self.clock = SystemClock()
+        self.wake_in = wake_in
+
+    async def tick(self) -> TickReport:
+        return TickReport()
+
+    async def next_wake(self):  # type: ignore[no-untyped-def]
+        import datetime as dt
+
+        return None if self.wake_in is None else self.clock.now() + dt.timedelta(seconds=self.wake_in)
+
+
+@pytest.mark.parametrize(
+    ("wake_in", "expected"),
+    [(None, 5.0), (30.0, 5.0), (0.3, 0.3), (-2.0, 0.5)],
+)
+async def test_the_loop_sleeps_exactly_until_a_near_wake_and_only_floors_a_past_one(
+    wake_in, expected
+) -> None:  # type: ignore[no-untyped-def]
+    """A wait ending in 0.3 s is served in 0.3 s, not at a floor; only a wake already past (a
+    run another process holds) is floored, so the loop cannot spin on it."""
+    loop = RunnerLoop(StubRunner(wake_in), interval=5.0, stuck_delay=0.5)  # type: ignore[arg-type]
+    assert await loop.run_once() == pytest.approx(expected, abs=0.05)
