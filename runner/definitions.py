@@ -27,6 +27,7 @@ from runner.registry import ActionRegistry
 KEY = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 DEFAULT_GRACE_SECONDS = 900
 MAX_GRACE_SECONDS = 7 * 24 * 60 * 60
+DUPLICATE_PHASES = "phase keys must be unique"
 
 
 class _Strict(BaseModel):
@@ -145,7 +146,7 @@ class EventDefinition(_Strict):
         keys = [p.key for p in self.phases]
         duplicates = sorted({k for k in keys if keys.count(k) > 1})
         if duplicates:
-            raise ValueError(f"phase keys must be unique; listed twice: {', '.join(duplicates)}")
+            raise ValueError(f"{DUPLICATE_PHASES}; listed twice: {', '.join(duplicates)}")
         return self
 
     def run_scopes(self) -> list[str]:
@@ -227,7 +228,10 @@ def validate(raw: Any, registry: ActionRegistry, *, file: str | None = None) -> 
     try:
         definition = EventDefinition.model_validate(raw)
     except ValidationError as exc:
-        problems = _from_validation_error(exc, raw, file)
+        problems = [
+            p for p in _from_validation_error(exc, raw, file) if not p.message.startswith(DUPLICATE_PHASES)
+        ]
+        problems.extend(_duplicate_phase_problems(raw, file))
         # Structural errors hide the params ones; report those too where the structure allows.
         problems.extend(_params_problems_raw(raw, registry, file))
         raise DefinitionError(problems) from None
@@ -235,6 +239,30 @@ def validate(raw: Any, registry: ActionRegistry, *, file: str | None = None) -> 
     if problems:
         raise DefinitionError(problems)
     return definition
+
+
+def _duplicate_phase_problems(raw: dict[str, Any], file: str | None) -> list[Problem]:
+    """Name every phase that repeats an earlier phase's key, at its own place."""
+    phases = raw.get("phases")
+    if not isinstance(phases, list):
+        return []
+    seen: set[str] = set()
+    problems = []
+    for phase in phases:
+        key = phase.get("key") if isinstance(phase, dict) else None
+        if not isinstance(key, str):
+            continue
+        if key in seen:
+            problems.append(
+                Problem(
+                    f"{DUPLICATE_PHASES}: {key!r} is used by an earlier phase",
+                    file=file,
+                    phase=key,
+                    field="key",
+                )
+            )
+        seen.add(key)
+    return problems
 
 
 def _check_step(
