@@ -1,0 +1,118 @@
+"""The README's quick start and the command line's help.
+
+The first quick-start command (``scripts/demo.py``) is run here as far as the process boundary:
+its virtual-environment set-up is replaced, the command it would ``exec`` is captured, and that
+very command line is run through ``bot.cli.main``. The second command's job, validating every
+example among the rest of the suite, is the ``validate`` call below.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.cli.conftest import EXAMPLE_FILES, EXAMPLES, REPO, Cli
+
+README = REPO / "README.md"
+
+
+def load_demo() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("quick_start_demo", REPO / "scripts" / "demo.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def quick_start_commands() -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block, "the quick start has a shell block"
+    return [line.strip() for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_the_readme_quick_start_is_exactly_two_commands() -> None:
+    assert quick_start_commands() == ["python3 scripts/demo.py", "python3 scripts/test.py"]
+
+
+def test_the_readme_keeps_the_sections_the_lead_fills_in() -> None:
+    text = README.read_text(encoding="utf-8")
+    for heading in ("## What the runner guarantees", "## Tests"):
+        assert f"{heading}\n\n<!-- lead fills this in -->" in text
+
+
+def test_ci_runs_the_second_quick_start_command() -> None:
+    assert "python3 scripts/test.py" in (REPO / ".ci" / "run").read_text()
+
+
+def test_the_demo_rehearses_the_invasion_to_completion(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = load_demo()
+    execs: list[list[str]] = []
+
+    def fake_exec(path: str, argv: list[str]) -> None:
+        execs.append(argv)
+
+    monkeypatch.setattr(demo, "ensure_venv", lambda: Path(sys.executable))
+    monkeypatch.setattr(os, "execv", fake_exec)
+    monkeypatch.setattr(sys, "argv", ["scripts/demo.py", "--scope", "aurora"])
+    monkeypatch.chdir(REPO)
+    demo.main()
+    capsys.readouterr()
+    [argv] = execs
+    assert argv[:3] == [sys.executable, "-m", "bot"]
+    assert argv[3:] == ["rehearse", "examples/invasion.yaml", "--cues", "confirm", "--scope", "aurora"]
+
+    result = cli(*argv[3:])
+    assert result.code == 0
+    assert "[+00:00:00] run 1 aurora: announcement in #announcements, pings @invasion-alerts" in result.out
+    assert "GM cue in the GM channel, pings @game-masters" in result.out
+    assert "[+00:30:00] run 1 aurora: completed (health ok)" in result.out
+    assert result.out.rstrip().endswith("rehearsal completed: 1 of 1 runs completed")
+
+
+def test_every_example_validates(cli: Cli) -> None:
+    result = cli("validate", EXAMPLES)
+    assert result.code == 0
+    assert result.lines[-1] == f"{len(EXAMPLE_FILES)} valid, 0 invalid"
+
+
+COMMAND_OPTIONS = {
+    "rehearse": ["--cues", "--speed", "--scope", "--json", "--database", "Exit code"],
+    "validate": ["FILE", "phase", "step", "field"],
+    "publish": ["FILE", "--database", "definitions_dir", "nothing is published"],
+    "migrate": ["--database", "upgrade"],
+    "runs": ["--all", "--limit", "--json", "--database"],
+    "run": ["DISCORD_TOKEN"],
+    "sync": ["--guild", "--global", "DISCORD_TOKEN"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMAND_OPTIONS))
+def test_help_on_each_command_is_useful(cli: Cli, command: str) -> None:
+    result = cli(command, "--help")
+    assert result.code == 0
+    assert result.out.startswith(f"usage: python -m bot {command}")
+    for word in [*COMMAND_OPTIONS[command], "--config"]:
+        assert word in result.out, f"{command} --help does not mention {word}"
+
+
+def test_top_level_help_lists_every_command(cli: Cli) -> None:
+    result = cli("--help")
+    assert result.code == 0
+    for command in COMMAND_OPTIONS:
+        assert re.search(rf"^\s+{command}\s", result.out, re.M), command
+
+
+def test_no_command_is_a_usage_error(cli: Cli) -> None:
+    result = cli()
+    assert result.code == 2
+    assert "the following arguments are required: COMMAND" in result.err
