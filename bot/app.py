@@ -1,0 +1,194 @@
+"""The Discord bot: ``create_bot`` (the factory), ``run_bot`` and ``sync_commands`` (what
+``python -m bot run`` / ``python -m bot sync`` call).
+
+Everything comes in through the constructor: the validated config and the database engine. There
+is no import-time state, so a test builds as many bots as it likes (one per simulated restart).
+``setup_hook`` wires the engine's services to the Discord delivery, adds the ``/event`` cog,
+registers the restart-proof buttons and starts the tick and staff-log loops. Commands are synced
+only by ``sync_commands`` (never in ``on_ready``, which runs on every reconnect).
+
+The token is only ever handed to ``discord.py``'s ``login``; it is not stored, logged or put in
+any error message.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import discord
+from alembic.script import ScriptDirectory
+from discord.ext import commands
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bot.clock import DiscordClock
+from bot.cogs.events import EventCog, StartAnyway
+from bot.config import Config
+from bot.cues import CueButton
+from bot.discord_delivery import DiscordDelivery
+from bot.errors import DATABASE_ERRORS, StartupError
+from bot.services import Services, assemble
+from bot.staff_log import StaffLog
+from bot.ticker import Ticker
+from bot.tree import GuardedTree
+from runner.clock import Clock
+from runner.db import create_engine
+from runner.engine import RunnerSettings
+from runner.migrate import alembic_config, current_revision
+
+log = logging.getLogger(__name__)
+
+
+class EventBot(commands.Bot):
+    def __init__(
+        self,
+        config: Config,
+        engine: AsyncEngine | None,
+        *,
+        clock: Clock | None = None,
+        runner_settings: RunnerSettings | None = None,
+        owner: str | None = None,
+    ) -> None:
+        super().__init__(
+            command_prefix=commands.when_mentioned,
+            help_command=None,
+            # Only the guilds intent: interactions carry the member and their roles, so no
+            # privileged intent (members, message content) is needed.
+            intents=discord.Intents.default(),
+            tree_cls=GuardedTree,
+            # Nothing the bot says pings anyone unless a message says otherwise (announcements).
+            allowed_mentions=discord.AllowedMentions.none(),
+        )
+        self.config = config
+        self.engine = engine
+        self.clock: Clock = clock or DiscordClock()
+        self.runner_settings = runner_settings or RunnerSettings(rehearsal_speed=config.rehearsal_speed)
+        self.owner = owner
+        self._services: Services | None = None
+        self.ticker: Ticker | None = None
+        self.staff_log: StaffLog | None = None
+
+    @property
+    def services(self) -> Services:
+        if self._services is None:
+            raise RuntimeError("the bot has no database (built for syncing commands only)")
+        return self._services
+
+    @property
+    def delivery(self) -> DiscordDelivery:
+        return self.services.delivery  # type: ignore[return-value]
+
+    async def setup_hook(self) -> None:
+        self.add_dynamic_items(CueButton, StartAnyway)
+        await self.add_cog(EventCog(self))
+        if self.engine is None:
+            return
+        self._services = assemble(
+            self.engine,
+            lambda describe: DiscordDelivery(self, self.config, describe),
+            clock=self.clock,
+            settings=self.runner_settings,
+            owner=self.owner,
+            on_change=self.nudge,
+        )
+        self.staff_log = StaffLog(
+            self,
+            self.config,
+            self.engine,
+            self._services.versions,
+            interval=self.config.tick_interval_seconds,
+        )
+        await self.staff_log.prime()
+        staff_log = self.staff_log
+        self.ticker = Ticker(
+            self._services.runner,
+            interval=self.config.tick_interval_seconds,
+            after_tick=staff_log.nudge,
+            before=self.wait_until_ready,
+        )
+        self.ticker.start()
+        self.staff_log.start()
+
+    def nudge(self) -> None:
+        """Something changed (a control, a click): tick now rather than at the next interval."""
+        if self.ticker is not None:
+            self.ticker.nudge()
+
+    async def close(self) -> None:
+        for loop in (self.ticker, self.staff_log):
+            if loop is not None:
+                loop.cancel()
+        await super().close()
+
+
+def create_bot(
+    config: Config,
+    engine: AsyncEngine,
+    *,
+    clock: Clock | None = None,
+    runner_settings: RunnerSettings | None = None,
+    owner: str | None = None,
+) -> EventBot:
+    """The bot for ``config`` (already validated) on ``engine`` (owned by the caller)."""
+    return EventBot(config, engine, clock=clock, runner_settings=runner_settings, owner=owner)
+
+
+async def sync_tree(bot: commands.Bot, guild_id: int | None = None) -> list[discord.app_commands.AppCommand]:
+    """Publish the command tree to one guild (at once) or globally (Discord may take an hour)."""
+    if guild_id is None:
+        return await bot.tree.sync()
+    guild = discord.Object(guild_id)
+    bot.tree.copy_global_to(guild=guild)
+    return await bot.tree.sync(guild=guild)
+
+
+async def check_schema(engine: AsyncEngine) -> None:
+    """Refuse to start on a database whose schema is behind the code (migrations are explicit)."""
+    where = make_url(str(engine.url)).render_as_string(hide_password=True)
+    try:
+        revision = await current_revision(engine)
+    except DATABASE_ERRORS as exc:
+        raise StartupError(f"cannot reach the database at {where}: {type(exc).__name__}") from None
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if revision != head:
+        raise StartupError(
+            f"the database at {where} is at schema {revision or 'none'}, this code needs {head}: "
+            "run the migrations first (python -m bot migrate)"
+        )
+
+
+async def run_bot(config: Config, token: str) -> None:
+    """``python -m bot run``: connect with ``token`` and run until stopped. The engine is built
+    here from ``config.database_url`` and disposed on the way out; nothing is published or
+    migrated implicitly. Raises ``StartupError`` (one line, no token) when it cannot start."""
+    engine = create_engine(config.database_url)
+    try:
+        await check_schema(engine)
+        bot = create_bot(config, engine)
+        async with bot:
+            await _login(bot, token)
+            log.info("logged in as %s; serving guild %s", bot.user, config.guild_id)
+            await bot.connect(reconnect=True)
+    finally:
+        await engine.dispose()
+
+
+async def sync_commands(config: Config, token: str, guild_id: int | None = None) -> list[str]:
+    """``python -m bot sync [--guild ID]``: log in, publish ``/event``, log out. Answers the
+    names of the commands Discord now has."""
+    bot = EventBot(config, None)
+    async with bot:
+        await _login(bot, token)
+        synced = await sync_tree(bot, guild_id)
+    return [command.name for command in synced]
+
+
+async def _login(bot: commands.Bot, token: str) -> None:
+    try:
+        await bot.login(token)
+    except discord.LoginFailure:
+        raise StartupError(
+            "Discord refused the token in DISCORD_TOKEN (it is not a valid bot token)"
+        ) from None
+    except discord.HTTPException as exc:
+        raise StartupError(f"Discord did not accept the login: {exc.status} {exc.text}"[:300]) from None

@@ -1,0 +1,312 @@
+"""``/event``: start, rehearse, pause, resume, cancel, retry, skip, status, list.
+
+Thin on purpose: each callback parses, calls one function of the engine (``Controls`` or a view),
+and renders the answer. Who may run what is checked by the tree before any callback runs
+(``bot.tree.GuardedTree``; each command names its capability in ``extras``). Every answer is
+ephemeral: the staff log channel is the public record of what staff did.
+
+Every callback defers first (``thinking``), because the database may take longer than the three
+seconds Discord gives an interaction to be answered.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot import rendering
+from bot.cues import mark_settled, settled_text
+from bot.errors import BotError, reply_to_error
+from bot.permissions import actor_label, mention_actors, refusal
+from bot.starting import check_start, confirmed_scope
+from runner import views
+from runner.controls import ControlResult
+
+if TYPE_CHECKING:
+    from bot.app import EventBot
+
+START = {"capability": "start"}
+CONTROL = {"capability": "control"}
+REHEARSE = {"capability": "rehearse"}
+READ = {"capability": "staff"}
+MAX_CHOICES = 25
+
+
+def answer(result: ControlResult) -> str:
+    text = mention_actors(result.message)
+    return f"✅ {text}" if result.ok else f"Nothing changed: {text}."
+
+
+async def reply(interaction: discord.Interaction, text: str | None = None, **fields: object) -> None:
+    await interaction.followup.send(text or "", ephemeral=True, **fields)  # type: ignore[arg-type]
+
+
+def matches(current: str, *texts: str) -> bool:
+    needle = current.strip().lower()
+    return not needle or any(needle in t.lower() for t in texts)
+
+
+class EventCog(commands.GroupCog, group_name="event", group_description="Run live events"):
+    def __init__(self, bot: EventBot) -> None:
+        self.bot = bot
+        super().__init__()
+
+    # ── start / rehearse ──────────────────────────────────────────────────
+
+    @app_commands.command(name="start", description="Start a published event now", extras=START)
+    @app_commands.describe(definition="The event to start", scope="One scope (default: every scope)")
+    async def start(
+        self, interaction: discord.Interaction, definition: str, scope: str | None = None
+    ) -> None:
+        await self._start(interaction, definition, scope, rehearsal=False)
+
+    @app_commands.command(
+        name="rehearse",
+        description="Play an event out in the staff sandbox channel, waits compressed",
+        extras=REHEARSE,
+    )
+    @app_commands.describe(definition="The event to rehearse", scope="One scope (default: every scope)")
+    async def rehearse(
+        self, interaction: discord.Interaction, definition: str, scope: str | None = None
+    ) -> None:
+        await self._start(interaction, definition, scope, rehearsal=True)
+
+    async def _start(
+        self, interaction: discord.Interaction, key: str, scope: str | None, *, rehearsal: bool
+    ) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        check = await check_start(
+            self.bot.services, self.bot.config, self.bot.delivery, key, scope, rehearsal=rehearsal
+        )
+        if check.problems:
+            view = discord.ui.View(timeout=None)
+            mode = "r" if rehearsal else "l"
+            view.add_item(StartAnyway(check.key, check.version_id, check.scope_token, mode))
+            embed = rendering.problems_embed(check.title, check.problems, rehearsal=rehearsal)
+            await reply(interaction, embed=embed, view=view)
+            return
+        result = await self.bot.services.controls.start(
+            key, scope=scope, actor=actor_label(interaction.user), rehearsal=rehearsal
+        )
+        self.bot.nudge()
+        await reply(interaction, answer(result))
+
+    @start.autocomplete("definition")
+    @rehearse.autocomplete("definition")
+    async def _definitions(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        found = await views.list_definitions(self.bot.services.engine)
+        return [
+            app_commands.Choice(name=rendering.clip(f"{d.title} ({d.key})", 100), value=d.key)
+            for d in found
+            if matches(current, d.key, d.title)
+        ][:MAX_CHOICES]
+
+    @start.autocomplete("scope")
+    @rehearse.autocomplete("scope")
+    async def _scopes(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        key = getattr(interaction.namespace, "definition", None)
+        found = await views.list_definitions(self.bot.services.engine)
+        scopes = next((d.scopes for d in found if d.key == key), [])
+        return [
+            app_commands.Choice(name=rendering.clip(s, 100), value=s[:100])
+            for s in scopes
+            if matches(current, s)
+        ][:MAX_CHOICES]
+
+    # ── run controls ──────────────────────────────────────────────────────
+
+    @app_commands.command(
+        name="pause", description="Pause a run (a step being sent finishes)", extras=CONTROL
+    )
+    @app_commands.describe(run="The run to pause")
+    async def pause(self, interaction: discord.Interaction, run: int) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        result = await self.bot.services.controls.pause(run, actor=actor_label(interaction.user))
+        await self._done(interaction, result)
+
+    @app_commands.command(name="resume", description="Resume a paused run", extras=CONTROL)
+    @app_commands.describe(run="The run to resume")
+    async def resume(self, interaction: discord.Interaction, run: int) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        result = await self.bot.services.controls.resume(run, actor=actor_label(interaction.user))
+        await self._done(interaction, result)
+
+    @app_commands.command(name="retry", description="Retry the failed step a run stopped at", extras=CONTROL)
+    @app_commands.describe(run="The run to retry")
+    async def retry(self, interaction: discord.Interaction, run: int) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        result = await self.bot.services.controls.retry(run, actor=actor_label(interaction.user))
+        await self._done(interaction, result)
+
+    @app_commands.command(name="cancel", description="Cancel a run; its open cues are closed", extras=CONTROL)
+    @app_commands.describe(run="The run to cancel", reason="Why (it goes in the run's history)")
+    async def cancel(
+        self, interaction: discord.Interaction, run: int, reason: app_commands.Range[str, 1, 300]
+    ) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        result = await self.bot.services.controls.cancel(
+            run, reason=reason, actor=actor_label(interaction.user)
+        )
+        edited = 0
+        if result.ok and result.cues:
+            text = settled_text(
+                "cancelled", interaction.user.mention, at=self.bot.services.clock.now(), reason=reason
+            )
+            edited = await mark_settled(self.bot, result.cues, text)
+        await self._done(interaction, result, edited=edited)
+
+    @app_commands.command(name="skip", description="Skip a pending step or a waiting cue", extras=CONTROL)
+    @app_commands.describe(run="The run", step="The step to skip")
+    async def skip(self, interaction: discord.Interaction, run: int, step: int) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        result = await self.bot.services.controls.skip(step, run_id=run, actor=actor_label(interaction.user))
+        edited = 0
+        if result.ok and result.cues:
+            text = settled_text("skipped", interaction.user.mention, at=self.bot.services.clock.now())
+            edited = await mark_settled(self.bot, result.cues, text)
+        await self._done(interaction, result, edited=edited)
+
+    async def _done(
+        self, interaction: discord.Interaction, result: ControlResult, *, edited: int = 0
+    ) -> None:
+        if result.ok:
+            self.bot.nudge()
+        text = answer(result)
+        if edited:
+            text += f" ({edited} cue message{'s' if edited > 1 else ''} updated)"
+        await reply(interaction, text)
+
+    @pause.autocomplete("run")
+    @resume.autocomplete("run")
+    @retry.autocomplete("run")
+    @cancel.autocomplete("run")
+    @skip.autocomplete("run")
+    async def _runs_in_flight(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[int]]:
+        return await self._run_choices(current, in_flight_only=True)
+
+    async def _run_choices(self, current: str, *, in_flight_only: bool) -> list[app_commands.Choice[int]]:
+        found = await views.list_runs(self.bot.services.engine, in_flight_only=in_flight_only, limit=100)
+        choices = []
+        for r in found:
+            name = f"{r.id} · {r.title}{' (' + r.scope + ')' if r.scope else ''} — {r.status}"
+            if r.rehearsal:
+                name += " · rehearsal"
+            if matches(current, name):
+                choices.append(app_commands.Choice(name=rendering.clip(name, 100), value=r.id))
+        return choices[:MAX_CHOICES]
+
+    @skip.autocomplete("step")
+    async def _open_steps(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[int]]:
+        run_id = getattr(interaction.namespace, "run", None)
+        if not isinstance(run_id, int):
+            return []
+        services = self.bot.services
+        run = await views.run_view(services.engine, run_id, services.versions)
+        if run is None:
+            return []
+        choices = []
+        for step in run.open_steps():
+            words = "waiting for a GM" if step.parked else step.status
+            name = f"{step.id} · {step.label} — {words}"
+            if step.id is not None and matches(current, name):
+                choices.append(app_commands.Choice(name=rendering.clip(name, 100), value=step.id))
+        return choices[:MAX_CHOICES]
+
+    # ── reading ───────────────────────────────────────────────────────────
+
+    @app_commands.command(
+        name="status", description="A run's phases, steps, due times and health", extras=READ
+    )
+    @app_commands.describe(run="The run (default: what is in flight)")
+    async def status(self, interaction: discord.Interaction, run: int | None = None) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        services = self.bot.services
+        if run is None:
+            in_flight = await views.list_runs(services.engine, in_flight_only=True)
+            if len(in_flight) != 1:
+                await reply(interaction, embed=rendering.runs_embed(in_flight))
+                return
+            run = in_flight[0].id
+        found = await views.run_view(services.engine, run, services.versions)
+        if found is None:
+            raise BotError(f"There is no run {run}.")
+        await reply(interaction, embed=rendering.status_embed(found))
+
+    @status.autocomplete("run")
+    async def _any_runs(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[int]]:
+        return await self._run_choices(current, in_flight_only=False)
+
+    @app_commands.command(name="list", description="Published events and the runs in flight", extras=READ)
+    async def list_(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        engine = self.bot.services.engine
+        definitions = await views.list_definitions(engine)
+        runs = await views.list_runs(engine, in_flight_only=True)
+        await reply(interaction, embed=rendering.list_embed(definitions, runs))
+
+
+START_TEMPLATE = (
+    r"evstart:(?P<key>[a-z0-9][a-z0-9_-]{0,63}):(?P<version>[0-9]+):(?P<scope>[0-9]+|\*):(?P<mode>[lr])"
+)
+
+
+class StartAnyway(discord.ui.DynamicItem[discord.ui.Button], template=START_TEMPLATE):
+    """ "Start anyway" under a preflight's problems. It pins the version that was checked: if the
+    event was republished since, it refuses rather than start something nobody checked."""
+
+    def __init__(self, key: str, version_id: int, scope: str, mode: str, *, disabled: bool = False) -> None:
+        super().__init__(
+            discord.ui.Button(
+                label="Rehearse anyway" if mode == "r" else "Start anyway",
+                style=discord.ButtonStyle.danger,
+                custom_id=f"evstart:{key}:{version_id}:{scope}:{mode}",
+                disabled=disabled,
+            )
+        )
+        self.key, self.version_id, self.scope, self.mode = key, version_id, scope, mode
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str], /
+    ) -> StartAnyway:
+        return cls(match["key"], int(match["version"]), match["scope"], match["mode"])
+
+    async def callback(self, interaction: discord.Interaction) -> None:  # type: ignore[override]
+        try:
+            await self._confirmed(interaction)
+        except Exception as exc:
+            await reply_to_error(interaction, exc)
+
+    async def _confirmed(self, interaction: discord.Interaction) -> None:
+        bot: EventBot = interaction.client  # type: ignore[assignment]
+        rehearsal = self.mode == "r"
+        reason = refusal(bot.config, interaction, "rehearse" if rehearsal else "start")
+        if reason is not None:
+            await interaction.response.send_message(reason, ephemeral=True)
+            return
+        view = discord.ui.View(timeout=None)
+        view.add_item(StartAnyway(self.key, self.version_id, self.scope, self.mode, disabled=True))
+        await interaction.response.edit_message(view=view)
+        services = bot.services
+        scope = await confirmed_scope(services, self.key, self.version_id, self.scope)
+        result = await services.controls.start(
+            self.key, scope=scope, actor=actor_label(interaction.user), rehearsal=rehearsal
+        )
+        bot.nudge()
+        await interaction.followup.send(answer(result), ephemeral=True)
+
+
+async def setup(bot: EventBot) -> None:
+    await bot.add_cog(EventCog(bot))

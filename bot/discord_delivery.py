@@ -1,0 +1,326 @@
+"""The Discord implementation of ``actions.delivery.Delivery``.
+
+* **Where**: a step names a channel by alias (``channels`` in config) or id; a GM cue defaults
+  to ``gm_channel``. A rehearsal run's messages all go to ``sandbox_channel``, marked
+  ``[REHEARSAL]`` with every ping suppressed; with no sandbox configured a rehearsal posts
+  nothing (terminal), never to a live channel. A channel outside the configured guild is refused.
+* **Mentions are locked down** on every message: ``allowed_mentions`` names only the roles in
+  ``announce.allowed_ping_roles`` (a GM cue: its own ping role), never users, and
+  ``@everyone`` / ``@here`` only when ``announce.allow_everyone`` says so. A ping the config does
+  not allow is shown inert rather than refused at delivery; preflight reports it before the run.
+* **At most once**: the step's idempotency key becomes the message ``nonce``. discord.py sends
+  ``enforce_nonce: true`` with any nonce, so Discord itself returns the first message for a
+  repeat within its dedupe window (a few minutes) instead of posting twice. Discord caps a nonce
+  at 25 characters; the key is 40 hex characters drawn at random, so its first 25 (100 bits) are
+  still unique for any number of steps this bot will ever see.
+* **Errors are classified**: rate limits, 5xx, timeouts and dropped connections are transient
+  (the runner retries with the same nonce); missing access or permissions, an unknown channel and
+  any other 4xx are terminal, with a message naming the channel and what is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import aiohttp
+import discord
+
+from actions import limits
+from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted
+from actions.messaging import Describe
+from bot.config import Config
+from bot.cues import cue_embed, cue_view
+from bot.rendering import REHEARSAL_MARK, clip
+
+log = logging.getLogger(__name__)
+
+SEND = ("view_channel", "send_messages")
+EMBED = ("embed_links",)
+EVERYONE = ("@everyone", "@here")
+
+
+def nonce_for(idempotency_key: str) -> str:
+    """The message nonce for a step: the first 25 of its 40 random hex characters."""
+    return idempotency_key[: limits.NONCE_MAX]
+
+
+def permission_name(flag: str) -> str:
+    return {
+        "mention_everyone": "Mention @everyone, @here and All Roles",
+        "view_channel": "View Channel",
+    }.get(flag, flag.replace("_", " ").title())
+
+
+def _label(channel: Any, ref: str) -> str:
+    name = getattr(channel, "name", None)
+    return f"#{name} ({channel.id})" if name else f"{ref!r}"
+
+
+class DiscordDelivery:
+    def __init__(self, bot: discord.Client, config: Config, describe: Describe | None = None) -> None:
+        self.bot = bot
+        self.config = config
+        self.describe = describe
+
+    # ── Delivery ──────────────────────────────────────────────────────────
+
+    async def announce(self, announcement: Announcement) -> Posted:
+        rehearsal = bool(announcement.context and announcement.context.rehearsal)
+        channel = await self._channel(announcement.channel, rehearsal=rehearsal)
+        role_id = self.config.role_id(announcement.ping_role) if announcement.ping_role else None
+        if announcement.ping_role and role_id is None:
+            log.warning(
+                "run %s step %s: ping role %r is not in config; announcing without it",
+                announcement.run_id,
+                announcement.step_id,
+                announcement.ping_role,
+                extra={"run_id": announcement.run_id, "step_id": announcement.step_id},
+            )
+        parts = [f"<@&{role_id}>" if role_id else None, announcement.content]
+        content = " ".join(p for p in parts if p) or None
+        embed = build_embed(announcement.embed) if announcement.embed else None
+        if rehearsal:
+            content = clip(f"{REHEARSAL_MARK} {content or ''}".strip(), limits.CONTENT_MAX)
+            mentions = discord.AllowedMentions.none()
+        else:
+            mentions = self.announce_mentions()
+        message = await self._send(
+            announcement, channel, content=content, embed=embed, allowed_mentions=mentions
+        )
+        return Posted(str(channel.id), str(message.id), getattr(channel, "name", None))
+
+    async def post_cue(self, cue: Cue) -> Posted:
+        rehearsal = bool(cue.context and cue.context.rehearsal)
+        channel = await self._channel(self._cue_channel_ref(cue), rehearsal=rehearsal)
+        role_id = self.config.role_id(cue.ping_role) if cue.ping_role else None
+        content = f"<@&{role_id}>" if role_id else None
+        if rehearsal:
+            content = f"{REHEARSAL_MARK} {content or ''}".strip()
+            mentions = discord.AllowedMentions.none()
+        else:
+            roles = [discord.Object(role_id)] if role_id else []
+            mentions = discord.AllowedMentions(everyone=False, users=False, roles=roles, replied_user=False)
+        message = await self._send(
+            cue,
+            channel,
+            content=content,
+            embed=cue_embed(cue),
+            allowed_mentions=mentions,
+            view=cue_view(cue.step_id),
+        )
+        return Posted(str(channel.id), str(message.id), getattr(channel, "name", None))
+
+    async def check(self, request: Announcement | Cue) -> list[str]:
+        """What a real delivery would hit, sending nothing: the channel resolves and is in this
+        server; the bot may view it, send and embed there; a ping would actually notify."""
+        if isinstance(request, Cue):
+            ref = self._cue_channel_ref(request)
+            if ref is None:
+                return ["no GM channel: the step names none and gm_channel is not configured"]
+            return await self.check_channel(ref, ping_role=request.ping_role, announcement=False)
+        text = " ".join(
+            t
+            for t in (
+                request.content,
+                request.embed.title if request.embed else None,
+                request.embed.description if request.embed else None,
+            )
+            if t
+        )
+        return await self.check_channel(
+            request.channel,
+            ping_role=request.ping_role,
+            announcement=True,
+            everyone=any(word in text for word in EVERYONE),
+        )
+
+    async def check_channel(
+        self,
+        ref: str,
+        *,
+        ping_role: str | None = None,
+        announcement: bool = False,
+        everyone: bool = False,
+    ) -> list[str]:
+        try:
+            channel = await self._channel(ref, rehearsal=False)
+        except DeliveryError as exc:
+            return [str(exc)]
+        guild = getattr(channel, "guild", None)
+        me = guild.me if guild is not None else None
+        if me is None:
+            return [
+                f"cannot check the bot's permissions in {_label(channel, ref)}: not connected to its server"
+            ]
+        perms = channel.permissions_for(me)
+        problems = []
+        missing = missing_permissions(perms, embed=True)
+        if missing:
+            problems.append(f"the bot is missing {', '.join(missing)} in {_label(channel, ref)}")
+        if ping_role:
+            problems.extend(self._ping_problems(ping_role, guild, perms, channel, ref, announcement))
+        if everyone and self.config.announce.allow_everyone and not perms.mention_everyone:
+            problems.append(
+                f"the text says @everyone/@here but the bot is missing "
+                f"{permission_name('mention_everyone')} in {_label(channel, ref)}: nobody would be pinged"
+            )
+        return problems
+
+    # ── Helpers ───────────────────────────────────────────────────────────
+
+    def announce_mentions(self) -> discord.AllowedMentions:
+        roles = [discord.Object(self.config.roles[a]) for a in self.config.announce.allowed_ping_roles]
+        return discord.AllowedMentions(
+            everyone=self.config.announce.allow_everyone, users=False, roles=roles, replied_user=False
+        )
+
+    def _cue_channel_ref(self, cue: Cue) -> str | None:
+        return cue.channel or self.config.gm_channel
+
+    def _ping_problems(
+        self,
+        alias: str,
+        guild: discord.Guild,
+        perms: discord.Permissions,
+        channel: Any,
+        ref: str,
+        announcement: bool,
+    ) -> list[str]:
+        role_id = self.config.role_id(alias)
+        if role_id is None:
+            return [f"ping role {alias!r} is not one of the role aliases in config (roles)"]
+        allowed = {self.config.roles[a] for a in self.config.announce.allowed_ping_roles}
+        if announcement and role_id not in allowed:
+            return [
+                f"announcements may not ping role {alias!r}: add it to announce.allowed_ping_roles, "
+                "or the mention stays inert"
+            ]
+        role = guild.get_role(role_id)
+        if role is None:
+            return [f"ping role {alias!r} ({role_id}) does not exist in this server"]
+        if not role.mentionable and not perms.mention_everyone:
+            return [
+                f"role @{role.name} is not mentionable and the bot is missing "
+                f"{permission_name('mention_everyone')} in {_label(channel, ref)}: the ping would not notify"
+            ]
+        return []
+
+    async def _channel(self, ref: str | None, *, rehearsal: bool) -> Any:
+        """The channel a message goes to, or a terminal ``DeliveryError`` naming what is wrong."""
+        if rehearsal:
+            if not self.config.sandbox_channel:
+                raise DeliveryError(
+                    "a rehearsal posts only to the sandbox channel, and sandbox_channel is not configured",
+                    transient=False,
+                )
+            ref = self.config.sandbox_channel
+        if ref is None:
+            raise DeliveryError(
+                "no GM channel: the step names none and gm_channel is not configured", transient=False
+            )
+        channel_id = self.config.channel_id(ref)
+        if channel_id is None:
+            raise DeliveryError(
+                f"channel {ref!r} is not one of the channel aliases in config (channels)", transient=False
+            )
+        channel: Any = self.bot.get_channel(channel_id)
+        if channel is None:
+            try:
+                channel = await self.bot.fetch_channel(channel_id)
+            except discord.NotFound:
+                raise DeliveryError(
+                    f"channel {ref!r} ({channel_id}) does not exist", transient=False
+                ) from None
+            except discord.Forbidden:
+                raise DeliveryError(
+                    f"the bot cannot see channel {ref!r} ({channel_id}): missing {permission_name('view_channel')}",
+                    transient=False,
+                ) from None
+            except discord.HTTPException as exc:
+                raise DeliveryError(
+                    f"Discord did not answer for channel {ref!r}: {exc.status} {exc.text}",
+                    transient=transient_status(exc.status),
+                ) from None
+            except (TimeoutError, aiohttp.ClientError) as exc:
+                raise DeliveryError(
+                    f"Discord did not answer for channel {ref!r}: {exc!r}", transient=True
+                ) from None
+        if not isinstance(channel, discord.abc.Messageable):
+            raise DeliveryError(
+                f"{_label(channel, ref)} is not a channel messages can be posted in", transient=False
+            )
+        guild = getattr(channel, "guild", None)
+        if self.config.guild_id is not None and (guild is None or guild.id != self.config.guild_id):
+            raise DeliveryError(f"{_label(channel, ref)} is not in this bot's server", transient=False)
+        return channel
+
+    async def _send(
+        self, request: Announcement | Cue, channel: Any, *, embed: discord.Embed | None, **fields: Any
+    ) -> discord.Message:
+        ids = {"run_id": request.run_id, "step_id": request.step_id, "channel_id": channel.id}
+        try:
+            return await channel.send(embed=embed, nonce=nonce_for(request.idempotency_key), **fields)
+        except discord.Forbidden as exc:
+            error = DeliveryError(self._forbidden(channel, exc, embed is not None), transient=False)
+        except discord.NotFound as exc:
+            error = DeliveryError(
+                f"{_label(channel, '')} no longer exists (Discord {exc.code}: {exc.text})", transient=False
+            )
+        except discord.HTTPException as exc:
+            error = DeliveryError(
+                f"Discord answered {exc.status} (code {exc.code}) posting in {_label(channel, '')}: {exc.text}",
+                transient=transient_status(exc.status),
+            )
+        except (TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
+            error = DeliveryError(
+                f"no answer from Discord posting in {_label(channel, '')}: {exc!r}", transient=True
+            )
+        # Logged here once, with the ids to follow the run; the runner records it on the step.
+        log.warning(
+            "run %s step %s: %s failure: %s",
+            request.run_id,
+            request.step_id,
+            "transient" if error.transient else "terminal",
+            error,
+            extra=ids,
+        )
+        raise error
+
+    def _forbidden(self, channel: Any, exc: discord.Forbidden, embed: bool) -> str:
+        guild = getattr(channel, "guild", None)
+        me = guild.me if guild is not None else None
+        missing: list[str] = []
+        if me is not None:
+            missing = missing_permissions(channel.permissions_for(me), embed=embed)
+        what = f"missing {', '.join(missing)}" if missing else (exc.text or "forbidden")
+        return f"the bot may not post in {_label(channel, '')}: {what} (Discord {exc.code})"
+
+
+def missing_permissions(perms: discord.Permissions, *, embed: bool) -> list[str]:
+    """What the bot lacks to post here, most basic first. Discord denies Embed Links implicitly
+    with Send Messages, so only the permission that needs granting is named."""
+    for flag in SEND:
+        if not getattr(perms, flag):
+            return [permission_name(flag)]
+    return [permission_name(f) for f in EMBED if embed and not getattr(perms, f)]
+
+
+def transient_status(status: int) -> bool:
+    """Rate limits and server errors pass; any other refusal will not."""
+    return status == 429 or status >= 500
+
+
+def build_embed(spec: Embed) -> discord.Embed:
+    embed = discord.Embed(
+        title=spec.title,
+        description=spec.description,
+        colour=discord.Colour(spec.colour) if spec.colour is not None else None,
+    )
+    if spec.image_url:
+        embed.set_image(url=spec.image_url)
+    if spec.footer:
+        embed.set_footer(text=spec.footer)
+    for field in spec.fields:
+        embed.add_field(name=field.name, value=field.value, inline=field.inline)
+    return embed

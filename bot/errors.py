@@ -1,0 +1,88 @@
+"""The bot's one error boundary, and the errors it raises on purpose.
+
+``tree.on_error`` (slash commands) and every component callback (``DynamicItem`` errors never
+reach a ``View.on_error`` in discord.py; they are only logged) end up in ``reply_to_error``:
+errors written for people (``runner.errors.UserFacingError`` and the ones below) become a short
+ephemeral reply; a database that cannot be reached gets its own short reply; anything else is a
+bug, logged once with its traceback and the interaction's ids, and the member gets an apology.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import discord
+from discord import app_commands
+
+from runner.errors import UserFacingError
+from runner.loop import DATABASE_ERRORS
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DATABASE_ERRORS", "BotError", "StartupError", "reply_to_error", "send_ephemeral"]
+APOLOGY = "Something went wrong on our side; it has been logged. Check /event status before trying again."
+DATABASE_DOWN = "The event database cannot be reached right now. Try again in a moment."
+
+
+class BotError(UserFacingError):
+    """That cannot be done."""
+
+
+class StartupError(Exception):
+    """The bot cannot start (or sync): one line for the person who ran the command.
+
+    Never contains the token."""
+
+
+def user_message(error: BaseException) -> str | None:
+    """The reply for an error meant for people, or ``None`` for a bug."""
+    original = _unwrap(error)
+    if isinstance(original, UserFacingError):
+        return original.message
+    if isinstance(original, DATABASE_ERRORS):
+        return DATABASE_DOWN
+    if isinstance(original, app_commands.CheckFailure):
+        return str(original) or "You may not use that command here."
+    return None
+
+
+def _unwrap(error: BaseException) -> BaseException:
+    while isinstance(error, app_commands.CommandInvokeError):
+        error = error.original
+    return error
+
+
+async def reply_to_error(interaction: discord.Interaction, error: BaseException) -> None:
+    """Answer the member, ephemerally, and log what needs a developer's eyes."""
+    original = _unwrap(error)
+    message = user_message(original)
+    extra = {
+        "interaction_id": interaction.id,
+        "guild_id": interaction.guild_id,
+        "user_id": interaction.user.id if interaction.user else None,
+        "command": interaction.command.qualified_name if interaction.command else None,
+    }
+    if message is None:
+        log.error(
+            "unexpected error handling interaction %s (%s)",
+            interaction.id,
+            extra["command"] or (interaction.data or {}).get("custom_id"),
+            exc_info=original,
+            extra=extra,
+        )
+        message = APOLOGY
+    elif isinstance(original, DATABASE_ERRORS):
+        log.warning("database unreachable while handling interaction %s: %s", interaction.id, original)
+    await send_ephemeral(interaction, message)
+
+
+async def send_ephemeral(interaction: discord.Interaction, message: str) -> None:
+    """Reply ephemerally whether or not the interaction was answered (or deferred) already."""
+    try:
+        if interaction.response.is_done():
+            await interaction.followup.send(message, ephemeral=True)
+        else:
+            await interaction.response.send_message(message, ephemeral=True)
+    except discord.HTTPException as exc:
+        # The interaction expired or Discord is down: nobody is left to tell.
+        log.warning("could not answer interaction %s: %s", interaction.id, exc)

@@ -1,0 +1,92 @@
+"""Who may do what: capabilities tied to the staff roles named in config, checked server-side on
+every interaction (``default_member_permissions`` only hides commands in the client; a member
+can still send the interaction, and a server admin can change what the client shows).
+
+The choice where the issue is silent: **only the roles in ``permissions`` grant anything.**
+Neither Discord's Administrator permission nor owning the server is a bypass, so the config file
+is the whole answer to "who can start, stop or confirm an event". A capability with no roles
+configured is refused to everyone, with a reply that says which config key to set.
+
+Capabilities (``bot.config.CAPABILITIES``): ``start`` (/event start), ``control`` (pause,
+resume, cancel, retry, skip), ``cue`` (Confirm / Skip on a GM cue), ``rehearse``
+(/event rehearse). Reading (status, list, autocomplete) needs any one of them.
+"""
+
+from __future__ import annotations
+
+import re
+
+import discord
+
+from bot.config import CAPABILITIES, Config
+
+WHAT = {
+    "start": "start events",
+    "control": "pause, resume, cancel, retry or skip runs",
+    "cue": "confirm or skip GM cues",
+    "rehearse": "rehearse events",
+    "staff": "use the event commands",
+}
+
+_ACTOR = re.compile(r"\((?P<id>[0-9]{15,21})\)$")
+_ACTOR_IN_TEXT = re.compile(r"[\w.]{1,40} \((?P<id>[0-9]{15,21})\)")
+
+
+def role_ids(user: discord.abc.User) -> set[int]:
+    """The member's role ids, straight from the interaction payload (no member cache needed)."""
+    if not isinstance(user, discord.Member):
+        return set()
+    return {role.id for role in user.roles}
+
+
+def roles_for(config: Config, capability: str) -> set[int]:
+    if capability == "staff":
+        return set().union(*(config.roles_for(c) for c in CAPABILITIES))
+    return config.roles_for(capability)
+
+
+def member_may(config: Config, user: discord.abc.User, capability: str) -> bool:
+    """True when the member holds one of the roles config grants ``capability`` (or, for
+    ``staff``, any capability)."""
+    return bool(role_ids(user) & roles_for(config, capability))
+
+
+def wrong_guild(config: Config, guild_id: int | None) -> bool:
+    """Interactions from DMs, or from any guild but the configured one, are refused."""
+    if guild_id is None:
+        return True
+    return config.guild_id is not None and guild_id != config.guild_id
+
+
+def refusal(config: Config, interaction: discord.Interaction, capability: str) -> str | None:
+    """Why this interaction may not use ``capability``; ``None`` when it may."""
+    if wrong_guild(config, interaction.guild_id):
+        return "This bot only serves its own server; nothing was done."
+    if member_may(config, interaction.user, capability):
+        return None
+    allowed = sorted(roles_for(config, capability))
+    if not allowed:
+        key = "any of permissions.*" if capability == "staff" else f"permissions.{capability}"
+        return f"No role may {WHAT[capability]} yet (set {key} in the bot's config). Nothing was done."
+    roles = ", ".join(f"<@&{r}>" for r in allowed)
+    return f"You need one of these roles to {WHAT[capability]}: {roles}. Nothing was done."
+
+
+def actor_label(user: discord.abc.User) -> str:
+    """How a member is written into the run history: readable in the CLI and the logs, and
+    turned back into a mention in Discord (``mention_actor``)."""
+    return f"{user.name} ({user.id})"[:100]
+
+
+def mention_actor(actor: str | None) -> str:
+    """``"alice (123...)"`` -> ``<@123...>``; anything else (``schedule``, a CLI user) as is."""
+    if not actor:
+        return "someone"
+    match = _ACTOR.search(actor)
+    return f"<@{match['id']}>" if match else actor
+
+
+def mention_actors(text: str) -> str:
+    """Every ``name (id)`` actor in an engine message (``already confirmed by alice (123…)``)
+    as a Discord mention."""
+    return _ACTOR_IN_TEXT.sub(lambda m: f"<@{m['id']}>", text)

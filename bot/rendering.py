@@ -1,0 +1,257 @@
+"""What the bot shows: the status embed, the list, preflight problems and the staff-log lines.
+
+Plain functions from the runner's views (``runner.views``) to Discord objects and strings, so
+the cogs stay thin and every limit Discord puts on a message is enforced in one place.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+import discord
+
+from actions import limits
+from bot.clock import as_utc
+from bot.permissions import mention_actor
+from runner.errors import Problem
+from runner.views import DefinitionSummary, RunSummary, RunView, StepView
+
+REHEARSAL_MARK = "[REHEARSAL]"
+
+STATUS_COLOURS = {
+    "scheduled": 0x95A5A6,
+    "starting": 0x3498DB,
+    "running": 0x2ECC71,
+    "paused": 0xF1C40F,
+    "ending": 0x3498DB,
+    "completed": 0x2ECC71,
+    "cancelled": 0x7F8C8D,
+    "failed": 0xE74C3C,
+    "missed": 0xE67E22,
+}
+
+STEP_ICONS = {
+    "pending": "⏳",
+    "running": "▶️",
+    "parked": "✋",
+    "done": "✅",
+    "skipped": "⏭️",
+    "failed": "❌",
+    "refused": "🚫",
+    "cancelled": "⏹️",
+    "not reached": "·",
+}
+
+
+def clip(text: str, size: int) -> str:
+    """``text`` cut to ``size`` characters, marking the cut."""
+    return text if len(text) <= size else text[: max(size - 1, 0)] + "…"
+
+
+def timestamp(moment: dt.datetime, style: str = "R") -> str:
+    """A Discord timestamp (``<t:…:R>``): every member sees it in their own time zone."""
+    return discord.utils.format_dt(as_utc(moment), style)  # type: ignore[arg-type]
+
+
+def run_name(title: str, scope: str, run_id: int, rehearsal: bool = False) -> str:
+    mark = f"{REHEARSAL_MARK} " if rehearsal else ""
+    where = f" ({scope})" if scope else ""
+    return f"{mark}**{title}**{where} · run {run_id}"
+
+
+# ── /event status ────────────────────────────────────────────────────────────
+
+
+def _step_line(step: StepView) -> str:
+    status = "parked" if step.parked else step.status
+    icon = STEP_ICONS.get(status, "·")
+    ident = f"`{step.id}`" if step.id is not None else "`–`"
+    words = "waiting for a GM" if step.parked else step.status
+    line = f"{icon} {ident} {clip(step.label, 80)} — {words}"
+    if step.status == "pending" and step.due_at is not None:
+        line += f", due {timestamp(step.due_at)}"
+    if step.settled_by and step.status in ("done", "skipped"):
+        line += f" by {mention_actor(step.settled_by)}"
+    if step.attempts > 1:
+        line += f" (attempt {step.attempts})"
+    if step.last_error and step.status in ("failed", "pending"):
+        line += f"\n  ↳ {clip(step.last_error, 160)}"
+    return line
+
+
+def _field_value(lines: Sequence[str], size: int = limits.EMBED_FIELD_VALUE_MAX) -> str:
+    """Lines joined within ``size`` characters; what does not fit is counted, not cut mid-line."""
+    whole = "\n".join(lines)
+    if len(whole) <= size:
+        return whole or "—"
+    reserve = 24  # "\n… and 9999 more"
+    out: list[str] = []
+    used = 0
+    for line in lines:
+        line = clip(line, size - reserve)
+        if used + len(line) + 1 > size - reserve:
+            break
+        out.append(line)
+        used += len(line) + 1
+    out.append(f"… and {len(lines) - len(out)} more")
+    return "\n".join(out)
+
+
+def status_embed(run: RunView) -> discord.Embed:
+    """A run's phases and steps with their states, due times as Discord timestamps, the last
+    error and health; always within Discord's embed limits."""
+    title = clip(
+        f"{REHEARSAL_MARK + ' ' if run.rehearsal else ''}{run.title}"
+        f"{' — ' + run.scope if run.scope else ''} · run {run.id}",
+        limits.EMBED_TITLE_MAX,
+    )
+    lines = [f"Status: **{run.status}** · Health: **{run.health}**"]
+    if run.started_at is not None:
+        lines.append(f"Started {timestamp(run.started_at)} by {mention_actor(run.started_by)}")
+    else:
+        lines.append(f"Scheduled for {timestamp(run.scheduled_for, 'f')} ({timestamp(run.scheduled_for)})")
+    if run.ended_at is not None:
+        lines.append(f"Ended {timestamp(run.ended_at)}")
+    if run.last_error:
+        lines.append(f"Last error: {clip(run.last_error, 500)}")
+    embed = discord.Embed(
+        title=title, description="\n".join(lines), colour=STATUS_COLOURS.get(run.status, 0x95A5A6)
+    )
+    phases = list(run.phases)
+    shown = phases[: limits.EMBED_FIELDS_MAX - 1] if len(phases) > limits.EMBED_FIELDS_MAX else phases
+    for phase in shown:
+        current = phase.current and run.in_flight
+        name = clip(f"{'▶ ' if current else ''}{phase.label}", limits.EMBED_FIELD_NAME_MAX)
+        embed.add_field(name=name, value=_field_value([_step_line(s) for s in phase.steps]), inline=False)
+    if len(shown) < len(phases):
+        embed.add_field(name="…", value=f"{len(phases) - len(shown)} more phases", inline=False)
+    embed.set_footer(text=f"{run.definition_key} · version {run.version_id}")
+    return fit(embed)
+
+
+def fit(embed: discord.Embed) -> discord.Embed:
+    """Trim the longest field values until the embed is within Discord's 6,000 characters."""
+    while len(embed) > limits.EMBED_TOTAL_MAX and embed.fields:
+        index = max(range(len(embed.fields)), key=lambda i: len(embed.fields[i].value or ""))
+        field = embed.fields[index]
+        value = field.value or ""
+        excess = len(embed) - limits.EMBED_TOTAL_MAX
+        embed.set_field_at(
+            index,
+            name=field.name,
+            value=clip(value, max(len(value) - excess - 1, 1)),
+            inline=field.inline,
+        )
+    return embed
+
+
+def runs_embed(runs: Sequence[RunSummary], title: str = "Runs in flight") -> discord.Embed:
+    lines = [
+        f"`{r.id}` {clip(r.title, 60)}{' (' + clip(r.scope, 40) + ')' if r.scope else ''} — "
+        f"{r.status}{', ' + r.health if r.health != 'ok' else ''}{' · ' + REHEARSAL_MARK if r.rehearsal else ''}"
+        for r in runs
+    ]
+    embed = discord.Embed(title=title, description=_field_value(lines, limits.EMBED_DESCRIPTION_MAX))
+    if not runs:
+        embed.description = "Nothing is in flight."
+    return embed
+
+
+def list_embed(definitions: Sequence[DefinitionSummary], runs: Sequence[RunSummary]) -> discord.Embed:
+    embed = runs_embed(runs)
+    embed.title = "Events"
+    lines = [
+        f"`{d.key}` {clip(d.title, 60)} — v{d.version}, {clip(d.schedule, 60)}"
+        + (f", scopes: {clip(', '.join(d.scopes), 80)}" if d.scopes else "")
+        for d in definitions
+    ]
+    embed.insert_field_at(0, name="Published", value=_field_value(lines) if lines else "None yet.")
+    embed.add_field(name="In flight", value=embed.description or "—", inline=False)
+    embed.description = None
+    return fit(embed)
+
+
+# ── Preflight ────────────────────────────────────────────────────────────────
+
+
+def problems_embed(title: str, problems: Sequence[Problem], *, rehearsal: bool) -> discord.Embed:
+    verb = "rehearse" if rehearsal else "start"
+    lines = [f"• {clip(p.where(), 120)}: {clip(p.message, 300)}" for p in problems]
+    embed = discord.Embed(
+        title=clip(f"Preflight found {len(problems)} problem(s) in {title}", limits.EMBED_TITLE_MAX),
+        description=_field_value(lines, limits.EMBED_DESCRIPTION_MAX - 200)
+        + f"\n\nNothing was started. Fix these, or press **{verb.title()} anyway**.",
+        colour=0xE67E22,
+    )
+    return embed
+
+
+# ── The staff log ────────────────────────────────────────────────────────────
+
+
+def _step_label(run: RunView | None, step_id: Any) -> str:
+    if run is None or step_id is None:
+        return f"step {step_id}" if step_id is not None else "a step"
+    for phase in run.phases:
+        for step in phase.steps:
+            if step.id == step_id:
+                return f"step {step_id} ({clip(step.label, 80)})"
+    return f"step {step_id}"
+
+
+def log_line(entry: dict[str, Any], run: RunView | None) -> str | None:
+    """One human line for the staff log, or ``None`` for history staff need not be told."""
+    kind = entry["kind"]
+    detail = entry.get("detail") or {}
+    run_id = int(entry["run_id"])
+    name = run_name(run.title, run.scope, run_id, run.rehearsal) if run else f"run {run_id}"
+    actor = mention_actor(entry.get("actor")) if entry.get("actor") else None
+    if kind == "run.blocked":
+        return f"⏳ {name} is waiting: run {detail.get('holder_run_id')} holds `{detail.get('key')}`"
+    if kind == "run.degraded":
+        return f"⚠️ {name} is degraded: {clip(str(detail.get('reason', '')), 300)}"
+    if kind != "run.status":
+        return None
+    to = detail.get("to")
+    control = detail.get("control")
+    if to == "starting":
+        by = run.started_by if run else None
+        who = "on schedule" if by in (None, "schedule") else f"by {mention_actor(by)}"
+        return f"▶️ {name} started {who}"
+    if to == "missed":
+        return f"⚠️ {name} was missed: it did not start within its grace window"
+    if to == "paused":
+        if detail.get("reason") == "step failed":
+            error = clip(str(detail.get("error", "")), 400)
+            return f"⏸️ {name} paused after {_step_label(run, entry.get('step_id'))} failed: {error}"
+        return f"⏸️ {name} paused by {actor or 'staff'}"
+    if to == "running" and detail.get("from") == "paused":
+        verb = "retried" if control == "retry" else "resumed"
+        return f"▶️ {name} {verb} by {actor or 'staff'}"
+    if to == "cancelled":
+        reason = clip(str(detail.get("reason", "")), 300)
+        return f"⏹️ {name} cancelled by {actor or 'staff'}: {reason}"
+    if to == "completed":
+        return f"✅ {name} completed"
+    if to == "failed":
+        error = clip(str(detail.get("error", "")), 400)
+        return f"❌ {name} failed at {_step_label(run, entry.get('step_id'))}: {error}"
+    return None
+
+
+def batch_lines(lines: Sequence[str], size: int = limits.CONTENT_MAX) -> list[str]:
+    """Pack lines into as few messages as Discord's content limit allows."""
+    messages: list[str] = []
+    current = ""
+    for line in lines:
+        line = clip(line, size)
+        if current and len(current) + 1 + len(line) > size:
+            messages.append(current)
+            current = line
+        else:
+            current = f"{current}\n{line}" if current else line
+    if current:
+        messages.append(current)
+    return messages

@@ -1,0 +1,125 @@
+"""The staff log: run history, posted as it happens to the configured staff log channel.
+
+It reads the run log (``runner.views.log_after``) rather than listening to this process's own
+controls, so what it posts is what happened, whichever process (or the CLI) made it happen:
+started (by whom), blocked (by which run), missed, paused after a failure (step, error), resumed,
+cancelled (reason), completed, failed, degraded.
+
+Where it starts, and who posts (the choices where the issue is silent):
+
+* **From now.** The cursor is the newest log id when the poster starts, held in memory only: a
+  restart never reposts history. The price is that lines written while no poster was running are
+  not posted (they remain in the run log, ``/event status`` and the CLI).
+* **Only the process that holds the staff channel's guild.** With shards split across processes,
+  Discord delivers each guild to exactly one of them, and only that process has the channel in its
+  cache, so only it posts; the others skip. Two processes may briefly both post during a shard
+  handover; nothing is ever posted by a process that cannot see the channel.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import discord
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bot.config import Config
+from bot.errors import DATABASE_ERRORS
+from bot.rendering import batch_lines, log_line
+from bot.ticker import WakeableLoop
+from runner.catalog import VersionCache
+from runner.views import RunView, latest_log_id, log_after, run_view
+
+log = logging.getLogger(__name__)
+
+NO_MENTIONS = discord.AllowedMentions.none()
+
+
+class StaffLog:
+    def __init__(
+        self,
+        bot: discord.Client,
+        config: Config,
+        engine: AsyncEngine,
+        versions: VersionCache,
+        *,
+        interval: float,
+    ) -> None:
+        self.bot = bot
+        self.config = config
+        self.engine = engine
+        self.versions = versions
+        self.cursor: int | None = None
+        self.loop = WakeableLoop(
+            self.post_new, interval=interval, name="eventbot-staff-log", before=self._ready
+        )
+
+    def start(self) -> None:
+        if self.channel_id is not None:
+            self.loop.start()
+
+    def cancel(self) -> None:
+        self.loop.cancel()
+
+    async def prime(self) -> None:
+        """Start from now: the newest log line at start is the last one not to post."""
+        if self.channel_id is None:
+            return
+        try:
+            self.cursor = await latest_log_id(self.engine)
+        except DATABASE_ERRORS as exc:
+            log.warning(
+                "staff log: database unreachable at start; will start from the first line read: %s", exc
+            )
+
+    def nudge(self) -> None:
+        self.loop.nudge()
+
+    @property
+    def channel_id(self) -> int | None:
+        alias = self.config.staff_log_channel
+        return self.config.channel_id(alias) if alias else None
+
+    async def _ready(self) -> None:
+        await self.bot.wait_until_ready()
+
+    async def post_new(self) -> float:
+        interval = self.loop.interval
+        try:
+            if self.cursor is None:
+                self.cursor = await latest_log_id(self.engine)
+                return interval
+            entries = await log_after(self.engine, self.cursor)
+        except DATABASE_ERRORS as exc:
+            log.debug("staff log: database unreachable: %s", exc)
+            return interval
+        if not entries:
+            return interval
+        channel = self.bot.get_channel(self.channel_id) if self.channel_id else None
+        if channel is None:
+            # Not this process's guild (or the channel is gone): another process posts, or no one.
+            self.cursor = int(entries[-1]["id"])
+            return interval
+        lines = await self._lines(entries)
+        for text in batch_lines(lines):
+            try:
+                await channel.send(text, allowed_mentions=NO_MENTIONS)  # type: ignore[union-attr]
+            except discord.HTTPException as exc:
+                # The history is in the database; a post Discord refused is not worth a retry loop.
+                log.warning("staff log: could not post in channel %s: %s", self.channel_id, exc)
+                break
+        self.cursor = int(entries[-1]["id"])
+        return 0.0 if len(entries) >= 100 else interval
+
+    async def _lines(self, entries: list[dict[str, Any]]) -> list[str]:
+        runs: dict[int, RunView | None] = {}
+        lines = []
+        for entry in entries:
+            run_id = int(entry["run_id"])
+            if run_id not in runs:
+                runs[run_id] = await run_view(self.engine, run_id, self.versions)
+            line = log_line(entry, runs[run_id])
+            if line is not None:
+                lines.append(line)
+        return lines

@@ -1,0 +1,68 @@
+"""Starting the bot: the factory, the refusal to start on a database behind the code, the token
+kept out of every message, and syncing as an explicit step."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from bot.app import create_bot, run_bot, sync_tree
+from bot.errors import StartupError
+from runner.db import create_engine
+from tests.bot.conftest import Sim
+
+TOKEN = "MTIzNDU2Nzg5MDEyMzQ1Njc4.secret-token-that-must-never-be-printed"
+
+
+async def test_run_refuses_a_database_whose_schema_is_behind(
+    sim: Sim, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Migrations are explicit: a bot started on an unmigrated database stops with one line that
+    says what to run, before it logs in, and the token is in neither the message nor the logs."""
+    caplog.set_level(logging.DEBUG)
+    url = f"sqlite+aiosqlite:///{tmp_path / 'empty.sqlite3'}"
+    config = sim.config.model_copy(update={"database_url": url})
+    with pytest.raises(StartupError) as caught:
+        await run_bot(config, TOKEN)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "is at schema none" in message and "python -m bot migrate" in message
+    assert TOKEN not in message and "secret-token" not in caplog.text
+
+
+async def test_run_refuses_a_database_it_cannot_reach(sim: Sim, tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'missing-dir' / 'db.sqlite3'}"
+    with pytest.raises(StartupError, match="cannot reach the database at sqlite"):
+        await run_bot(sim.config.model_copy(update={"database_url": url}), TOKEN)
+
+
+async def test_sync_publishes_the_event_group_globally_or_to_one_guild(sim: Sim) -> None:
+    synced = await sync_tree(sim.bot)
+    assert [c.name for c in synced] == ["event"]
+    assert sim.requests("PUT", f"/applications/{sim.bot.application_id}/commands")
+    subcommands = {o.name for o in synced[0].options}
+    assert subcommands == {
+        "start",
+        "rehearse",
+        "pause",
+        "resume",
+        "retry",
+        "cancel",
+        "skip",
+        "status",
+        "list",
+    }
+
+
+async def test_each_bot_is_built_from_its_arguments_alone(sim: Sim, tmp_path: Path) -> None:
+    """No import-time state: two bots on two databases share nothing."""
+    other_engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'other.sqlite3'}")
+    try:
+        first, second = create_bot(sim.config, sim.engine), create_bot(sim.config, other_engine)
+        assert first.engine is sim.engine and second.engine is other_engine
+        assert first.tree is not second.tree
+        assert first.ticker is None, "nothing runs before setup_hook"
+    finally:
+        await other_engine.dispose()
