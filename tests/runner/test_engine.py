@@ -251,7 +251,9 @@ async def test_a_held_concurrency_key_holds_the_run_and_logs_the_reason_once(wor
     assert (await world.kinds(waiting)).count("run.blocked") == 1, (
         "a line per tick would bury the one that matters"
     )
-    assert (await world.run(waiting))["wake_at"] > later(15_000), "a blocked run costs the tick nothing meanwhile"
+    assert (await world.run(waiting))["wake_at"] > later(15_000), (
+        "a blocked run costs the tick nothing meanwhile"
+    )
 
     cue = (await world.steps_of(holder))[0]
     assert (await world.controls.confirm(cue["id"], actor="gm")).ok
