@@ -6,6 +6,7 @@ step's due time, so the wait survives restarts and costs nothing while it lasts.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -26,6 +27,8 @@ class WaitParams(BaseModel):
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             raise ValueError("a duration is a number of seconds or text like '5m' or '1h30m'")
         seconds = duration_seconds(value)
+        if not math.isfinite(seconds):
+            raise ValueError("a duration must be a finite number of seconds")
         if seconds <= 0:
             raise ValueError("a wait must be longer than zero")
         if seconds > MAX_HOLD_SECONDS:

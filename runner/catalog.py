@@ -13,14 +13,12 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import definitions as defs
-from runner.definitions import EventDefinition
+from runner.definitions import REHEARSAL_KEY_PREFIX, EventDefinition
 from runner.errors import UnknownDefinition
 from runner.sql import definitions as definitions_sql
 from runner.sql import run_log
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
-
-REHEARSAL_KEY_PREFIX = "rehearsal:"
 
 
 @dataclass(frozen=True)

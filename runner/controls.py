@@ -50,6 +50,14 @@ class ControlResult:
 
 
 MANUAL_START_ATTEMPTS = 8
+# Row ids are positive 64-bit integers. Anything else names no row, and SQLite's driver refuses
+# to even bind an integer past 2**63, so such an id is answered without asking the database.
+MAX_ID = 2**63 - 1
+
+
+def _names_a_row(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_ID
+
 
 _ENDED_WORDS = {
     "completed": "the run has already completed",
@@ -202,6 +210,8 @@ class Controls:
     # ── pause / resume / cancel ───────────────────────────────────────────
 
     async def pause(self, run_id: int, *, actor: str | None = None) -> ControlResult:
+        if not _names_a_row(run_id):
+            return ControlResult(False, f"cannot pause: no such run: {run_id}")
         now = self.clock.now()
         async with self.engine.begin() as conn:
             if await runs_sql.transition(
@@ -223,6 +233,8 @@ class Controls:
 
     async def resume(self, run_id: int, *, actor: str | None = None) -> ControlResult:
         """``paused -> running``. A run paused after a failed step carries on past it."""
+        if not _names_a_row(run_id):
+            return ControlResult(False, f"cannot resume: no such run: {run_id}")
         now = self.clock.now()
         async with self.engine.begin() as conn:
             if await _resume(conn, run_id, now, actor, "resume"):
@@ -236,6 +248,8 @@ class Controls:
     async def cancel(self, run_id: int, *, reason: str, actor: str | None = None) -> ControlResult:
         """Cancel a run in flight: pending steps and parked cues are cancelled; a step being
         carried out is left to finish (nothing can recall a command already sent)."""
+        if not _names_a_row(run_id):
+            return ControlResult(False, f"cannot cancel: no such run: {run_id}")
         reason = (reason or "").strip()
         if not reason:
             return ControlResult(
@@ -276,6 +290,8 @@ class Controls:
         """Requeue the failed step the run stopped at (attempts 0, due now) and set the run
         going again. Offered only when the furthest started step of the current phase failed:
         an earlier failure the phase already carried on past is not retried behind its back."""
+        if not _names_a_row(run_id):
+            return ControlResult(False, f"cannot retry: no such run: {run_id}")
         try:
             return await self._retry(run_id, actor)
         except _Raced:
@@ -328,6 +344,8 @@ class Controls:
     ) -> ControlResult:
         """Settle a parked cue as done. On a paused run the step is settled but the run does not
         move until it is resumed."""
+        if not _names_a_row(step_id):
+            return ControlResult(False, f"no such step: {step_id}")
         now = self.clock.now()
         async with self.engine.begin() as conn:
             step = await steps_sql.get(conn, step_id)
@@ -360,6 +378,10 @@ class Controls:
         self, step_id: int, *, actor: str | None = None, note: str | None = None, run_id: int | None = None
     ) -> ControlResult:
         """Skip a pending step or a parked cue (never one being carried out, never a failed one)."""
+        if not _names_a_row(step_id) or (run_id is not None and not _names_a_row(run_id)):
+            return ControlResult(
+                False, f"no such step: {step_id}" + (f" in run {run_id}" if run_id is not None else "")
+            )
         now = self.clock.now()
         async with self.engine.begin() as conn:
             step = await steps_sql.get(conn, step_id)

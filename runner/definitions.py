@@ -19,7 +19,15 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from cronsim import CronSim, CronSimError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from runner.errors import DefinitionError, Problem
 from runner.registry import ActionRegistry
@@ -28,6 +36,10 @@ KEY = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 DEFAULT_GRACE_SECONDS = 900
 MAX_GRACE_SECONDS = 7 * 24 * 60 * 60
 DUPLICATE_PHASES = "phase keys must be unique"
+# event_runs.concurrency_key is VARCHAR(190); a rehearsal run's key carries this prefix so it never
+# holds (or waits on) the key of the live event it imitates.
+CONCURRENCY_KEY_MAX = 190
+REHEARSAL_KEY_PREFIX = "rehearsal:"
 
 
 class _Strict(BaseModel):
@@ -120,25 +132,39 @@ class EventDefinition(_Strict):
     @field_validator("scopes")
     @classmethod
     def _unique_scopes(cls, value: list[str]) -> list[str]:
-        duplicates = sorted({s for s in value if value.count(s) > 1})
+        # Compared case-blind: MariaDB's default collation does, so "eu" and "EU" would be one
+        # occurrence there (the second silently dropped) and two on SQLite.
+        folded = [s.casefold() for s in value]
+        duplicates = sorted({s for s, f in zip(value, folded, strict=True) if folded.count(f) > 1})
         if duplicates:
-            raise ValueError(f"scopes listed twice: {', '.join(duplicates)}")
+            raise ValueError(f"scopes listed twice (letter case does not count): {', '.join(duplicates)}")
         return value
 
     @field_validator("concurrency_key")
     @classmethod
-    def _template(cls, value: str | None) -> str | None:
+    def _template(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None:
             return value
         try:
-            fields = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
+            parts = list(string.Formatter().parse(value))
         except ValueError as exc:
             raise ValueError(f"not a valid template: {exc}") from exc
-        unknown = fields - {"scope"}
-        if unknown:
-            raise ValueError(
-                f"may only use {{scope}}, not {', '.join('{' + f + '}' for f in sorted(unknown))}"
-            )
+        for _, name, spec, conversion in parts:
+            if name is None:
+                continue
+            if name != "scope" or spec or conversion:
+                shown = (
+                    "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+                )
+                raise ValueError(f"may only use {{scope}} as it is, not {shown}")
+        # Filled in, every scope's key (a rehearsal's with its prefix) must fit the column.
+        room = CONCURRENCY_KEY_MAX - len(REHEARSAL_KEY_PREFIX)
+        for scope in info.data.get("scopes") or [""]:
+            filled = value.format(scope=scope)
+            if len(filled) > room:
+                raise ValueError(
+                    f"filled in for scope {scope!r} it is {len(filled)} characters; at most {room} fit"
+                )
         return value
 
     @model_validator(mode="after")
@@ -363,6 +389,8 @@ def _params_problems_raw(raw: dict[str, Any], registry: ActionRegistry, file: st
 def parse_yaml(text: str, *, file: str | None = None) -> Any:
     try:
         return yaml.safe_load(text)
+    except RecursionError:
+        raise DefinitionError([Problem("the YAML is nested too deeply to read", file=file)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -418,11 +418,11 @@ class Runner:
 
     @retry_on_conflict
     async def _enter_first_phase(self, run: Any, definition: EventDefinition, now: dt.datetime) -> bool:
+        # Phase one's steps were created with the run (``catalog.create_run``). Re-inserting them
+        # here took a shared lock on the run row (the foreign-key check) before the transition
+        # wanted an exclusive one: a deadlock with another runner's claim of the same run.
         first = definition.phases[0]
         async with self.engine.begin() as conn:
-            await steps_sql.materialise_phase(
-                conn, int(run["id"]), first.key, catalog.phase_step_specs(first), now
-            )
             if not await runs_sql.transition(
                 conn, int(run["id"]), "starting", "running", now, phase=first.key
             ):
@@ -466,6 +466,13 @@ class Runner:
                     conn, run_id, "run.status", now, detail={"from": "running", "to": "ending"}
                 )
             else:
+                # running -> running: the guard is "still running", which is the answer wanted.
+                # The run row is locked first, before the step inserts' foreign-key checks take a
+                # shared lock on it: the other order deadlocks with a competing runner.
+                if not await runs_sql.transition(
+                    conn, run_id, "running", "running", now, phase=following.key
+                ):
+                    raise _Abandon
                 await steps_sql.materialise_phase(
                     conn,
                     run_id,
@@ -474,11 +481,6 @@ class Runner:
                     now,
                     first_due_at=run["held_until"],
                 )
-                # running -> running: the guard is "still running", which is the answer wanted.
-                if not await runs_sql.transition(
-                    conn, run_id, "running", "running", now, phase=following.key
-                ):
-                    raise _Abandon
                 await runs_sql.take_phase_hold(conn, run_id)
                 await run_log.write(conn, run_id, "phase.started", now, detail={"phase": following.key})
 
