@@ -161,6 +161,9 @@ async def run_bot(config: Config, token: str) -> None:
     """``python -m bot run``: connect with ``token`` and run until stopped. The engine is built
     here from ``config.database_url`` and disposed on the way out; nothing is published or
     migrated implicitly. Raises ``StartupError`` (one line, no token) when it cannot start."""
+    if config.guild_id is None:
+        # Without it the bot could not tell its own server's interactions from anyone else's.
+        raise StartupError("guild_id is not set in the config: the bot serves exactly one server; set its id")
     engine = create_engine(config.database_url)
     try:
         await check_schema(engine)

@@ -9,7 +9,8 @@ configured is refused to everyone, with a reply that says which config key to se
 
 Capabilities (``bot.config.CAPABILITIES``): ``start`` (/event start), ``control`` (pause,
 resume, cancel, retry, skip), ``cue`` (Confirm / Skip on a GM cue), ``rehearse``
-(/event rehearse). Reading (status, list, autocomplete) needs any one of them.
+(/event rehearse). Reading (status, list) needs any one of them; an option's autocomplete needs
+the capability of the command it belongs to (a GM gets no choices for /event start).
 """
 
 from __future__ import annotations

@@ -32,6 +32,13 @@ async def test_run_refuses_a_database_whose_schema_is_behind(
     assert TOKEN not in message and "secret-token" not in caplog.text
 
 
+async def test_run_refuses_to_start_without_a_guild_to_serve(sim: Sim) -> None:
+    """With no guild_id the bot could not refuse another server's interactions."""
+    with pytest.raises(StartupError, match="guild_id is not set") as caught:
+        await run_bot(sim.config.model_copy(update={"guild_id": None}), TOKEN)
+    assert "\n" not in str(caught.value)
+
+
 async def test_run_refuses_a_database_it_cannot_reach(sim: Sim, tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'missing-dir' / 'db.sqlite3'}"
     with pytest.raises(StartupError, match="cannot reach the database at sqlite"):
