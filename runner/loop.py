@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import time
 from dataclasses import dataclass
@@ -74,9 +75,10 @@ class RunnerLoop:
     async def run_once(self) -> float:
         """One tick; answers how long to sleep before the next one (unless nudged)."""
         self._wake.clear()
+        started = self.runner.clock.now()
         try:
             report = await self.runner.tick()
-            delay = await self._delay_until_next_wake()
+            delay = await self._delay_until_next_wake(started)
         except DATABASE_ERRORS as exc:
             return self._database_failed(exc)
         except Exception as exc:
@@ -107,17 +109,20 @@ class RunnerLoop:
         self._backoff = min(self._backoff * 2, self.backoff_cap)
         return delay
 
-    async def _delay_until_next_wake(self) -> float:
-        """Until the next wake, capped by the interval. A wake already past after a tick belongs
-        to a run this process could not move (another process holds its lease): ``stuck_delay``
-        keeps the loop from spinning on it; a future wake is served on time, however close."""
+    async def _delay_until_next_wake(self, tick_started: dt.datetime) -> float:
+        """Until the next wake, capped by the interval; a future wake is served on time, however
+        close. A wake that fell due while the tick ran is served at once. A wake that was already
+        due when the tick began and is still there belongs to a run this process could not move
+        (another process holds its lease): ``stuck_delay`` keeps the loop from spinning on it."""
         wake = await self.runner.next_wake()
         if wake is None:
             return self.interval
         seconds = (wake - self.runner.clock.now()).total_seconds()
-        if seconds <= 0:
-            return min(self.stuck_delay, self.interval)
-        return min(self.interval, seconds)
+        if seconds > 0:
+            return min(self.interval, seconds)
+        if wake > tick_started:
+            return 0.0
+        return min(self.stuck_delay, self.interval)
 
     async def sleep(self, delay: float) -> None:
         """Sleep ``delay`` seconds, or less if nudged."""

@@ -152,6 +152,8 @@ runs = sa.Table(
     sa.Index("idx_evrun_wake", "wake_at"),
     # Dropping dead holders' leases must not scan every run in the table.
     sa.Index("idx_evrun_lease", "claim_expires_at"),
+    # A holder that ends wakes the runs blocked on it; without this that is a scan of every run.
+    sa.Index("idx_evrun_blocked", "blocked_by"),
 )
 
 steps = sa.Table(

@@ -52,3 +52,73 @@ def test_the_readme_says_what_the_runner_guarantees_and_how_to_run_the_tests() -
         section = text.split(heading, 1)[1].split("\n## ", 1)[0]
         assert must_mention in section
         assert "lead fills" not in section
+
+
+def test_ci_runs_the_second_quick_start_command() -> None:
+    assert "python3 scripts/test.py" in (REPO / ".ci" / "run").read_text()
+
+
+def test_the_demo_rehearses_the_invasion_to_completion(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = load_demo()
+    execs: list[list[str]] = []
+
+    def fake_exec(path: str, argv: list[str]) -> None:
+        execs.append(argv)
+
+    monkeypatch.setattr(demo, "ensure_venv", lambda: Path(sys.executable))
+    monkeypatch.setattr(os, "execv", fake_exec)
+    monkeypatch.setattr(sys, "argv", ["scripts/demo.py", "--scope", "aurora"])
+    monkeypatch.chdir(REPO)
+    demo.main()
+    capsys.readouterr()
+    [argv] = execs
+    assert argv[:3] == [sys.executable, "-m", "bot"]
+    assert argv[3:] == ["rehearse", "examples/invasion.yaml", "--cues", "confirm", "--scope", "aurora"]
+
+    result = cli(*argv[3:])
+    assert result.code == 0
+    assert "[+00:00:00] run 1 aurora: announcement in #announcements, pings @invasion-alerts" in result.out
+    assert "GM cue in the GM channel, pings @game-masters" in result.out
+    assert "[+00:30:00] run 1 aurora: completed (health ok)" in result.out
+    assert result.out.rstrip().endswith("rehearsal completed: 1 of 1 runs completed")
+
+
+def test_every_example_validates(cli: Cli) -> None:
+    result = cli("validate", EXAMPLES)
+    assert result.code == 0
+    assert result.lines[-1] == f"{len(EXAMPLE_FILES)} valid, 0 invalid"
+
+
+COMMAND_OPTIONS = {
+    "rehearse": ["--cues", "--speed", "--scope", "--json", "--database", "Exit code"],
+    "validate": ["FILE", "phase", "step", "field"],
+    "publish": ["FILE", "--database", "definitions_dir", "nothing is published"],
+    "migrate": ["--database", "upgrade"],
+    "runs": ["--all", "--limit", "--json", "--database"],
+    "run": ["DISCORD_TOKEN"],
+    "sync": ["--guild", "--global", "DISCORD_TOKEN"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMAND_OPTIONS))
+def test_help_on_each_command_is_useful(cli: Cli, command: str) -> None:
+    result = cli(command, "--help")
+    assert result.code == 0
+    assert result.out.startswith(f"usage: python -m bot {command}")
+    for word in [*COMMAND_OPTIONS[command], "--config"]:
+        assert word in result.out, f"{command} --help does not mention {word}"
+
+
+def test_top_level_help_lists_every_command(cli: Cli) -> None:
+    result = cli("--help")
+    assert result.code == 0
+    for command in COMMAND_OPTIONS:
+        assert re.search(rf"^\s+{command}\s", result.out, re.M), command
+
+
+def test_no_command_is_a_usage_error(cli: Cli) -> None:
+    result = cli()
+    assert result.code == 2
+    assert "the following arguments are required: COMMAND" in result.err

@@ -135,7 +135,28 @@ class StubRunner:
 async def test_the_loop_sleeps_exactly_until_a_near_wake_and_only_floors_a_past_one(
     wake_in, expected
 ) -> None:  # type: ignore[no-untyped-def]
-    """A wait ending in 0.3 s is served in 0.3 s, not at a floor; only a wake already past (a
-    run another process holds) is floored, so the loop cannot spin on it."""
+    """A wait ending in 0.3 s is served in 0.3 s, not at a floor; only a wake that was already
+    past before the tick began (a run another process holds) is floored, so the loop cannot
+    spin on it."""
     loop = RunnerLoop(StubRunner(wake_in), interval=5.0, stuck_delay=0.5)  # type: ignore[arg-type]
     assert await loop.run_once() == pytest.approx(expected, abs=0.05)
+
+
+async def test_a_wake_that_fell_due_during_the_tick_is_served_at_once() -> None:
+    """Found by the timeliness benchmark: a step due while a tick ran waited out the floor
+    (half a second) instead of being served by an immediate second tick."""
+    import datetime as dt
+
+    class SlowTick(StubRunner):
+        due: dt.datetime
+
+        async def tick(self) -> TickReport:
+            self.due = self.clock.now() + dt.timedelta(milliseconds=5)
+            await asyncio.sleep(0.02)  # the step falls due while this tick runs
+            return TickReport()
+
+        async def next_wake(self):  # type: ignore[no-untyped-def]
+            return self.due
+
+    loop = RunnerLoop(SlowTick(None), interval=5.0, stuck_delay=0.5)  # type: ignore[arg-type]
+    assert await loop.run_once() == 0.0

@@ -13,6 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from runner.db import create_engine
 from runner.migrate import current_revision, drift, upgrade
 
+HEAD = "0002"
+
 
 async def _tables(engine: AsyncEngine) -> set[str]:
     async with engine.connect() as conn:
@@ -48,13 +50,13 @@ async def empty_engine(
 async def test_upgrade_head_on_an_empty_database_matches_the_metadata(empty_engine: AsyncEngine) -> None:
     assert await _tables(empty_engine) == set()
     await upgrade(empty_engine)
-    assert await current_revision(empty_engine) == "0001"
+    assert await current_revision(empty_engine) == HEAD
     expected = {"event_definitions", "event_versions", "event_runs", "event_run_steps", "event_run_log"}
     assert expected <= await _tables(empty_engine)
     differences = await drift(empty_engine)
     assert differences == [], f"the migrations and runner/schema.py disagree: {differences}"
     await upgrade(empty_engine)  # a second upgrade is a no-op
-    assert await current_revision(empty_engine) == "0001"
+    assert await current_revision(empty_engine) == HEAD
 
 
 async def test_mariadb_datetimes_are_microsecond_columns(mariadb_database: str) -> None:
