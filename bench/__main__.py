@@ -1,0 +1,188 @@
+"""``python -m bench``: run every benchmark on SQLite and on a throwaway MariaDB, print one table.
+
+Each figure is a ratio against a baseline measured in the same run (the machines are noisy),
+or against the issue's absolute target where there is no sensible baseline; the table says
+which. Medians over ``--repeats``. Details (per-repeat figures, statement breakdowns, EXPLAIN
+plans) follow the table. Nothing here asserts: a miss is reported, not raised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import logging
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from bench import fanout, idle, memory, throughput, timeliness
+from bench.common import Backend, Options, Result, make_backend
+
+BENCHMARKS = {
+    "throughput": throughput.run,
+    "idle": idle.run,
+    "timeliness": timeliness.run,
+    "fanout": fanout.run,
+    "memory": memory.run,
+}
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=("sqlite", "mariadb", "both"), default="both")
+    parser.add_argument("--repeats", type=int, default=5, help="repeats per figure (median); default 5")
+    parser.add_argument("--quick", action="store_true", help="a fast smoke pass: fewer samples and repeats")
+    parser.add_argument(
+        "--only", default=",".join(BENCHMARKS), help=f"comma-separated subset of: {', '.join(BENCHMARKS)}"
+    )
+    parser.add_argument("--details", action=argparse.BooleanOptionalAction, default=True)
+    args = parser.parse_args(argv)
+    unknown = set(args.only.split(",")) - set(BENCHMARKS)
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+    return args
+
+
+def machine(backends: list[Backend]) -> list[str]:
+    cpu = "unknown"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    memory_total = "unknown"
+    meminfo = Path("/proc/meminfo")
+    if meminfo.exists():
+        kib = int(meminfo.read_text().split("MemTotal:")[1].split()[0])
+        memory_total = f"{kib / 1024 / 1024:.1f} GiB"
+    import sqlalchemy
+
+    return [
+        f"engine: {_revision()}",
+        f"date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
+        f"machine: {os.cpu_count()} CPUs ({cpu}), {memory_total} RAM, {platform.platform()}",
+        f"python: {platform.python_version()}, SQLAlchemy {sqlalchemy.__version__}; "
+        + ", ".join(b.version() for b in backends),
+    ]
+
+
+def _revision() -> str:
+    """The commit measured, and whether runner/ or actions/ had uncommitted changes."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "log", "-1", "--format=%h %s"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "runner", "actions"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (no git)"
+    return head + (" (+ uncommitted changes in runner/ or actions/)" if dirty else "")
+
+
+def table(results: list[Result]) -> list[str]:
+    header = ("benchmark", "backend", "measured", "baseline", "ratio", "target", "result")
+    rows = [
+        (
+            r.benchmark,
+            r.backend,
+            r.measured,
+            r.baseline,
+            "-" if r.ratio is None else f"{r.ratio:.2f}x",
+            r.target,
+            {True: "pass", False: "MISS", None: "ERROR"}[r.passed],
+        )
+        for r in results
+    ]
+    widths = [max(len(str(row[i])) for row in (header, *rows)) for i in range(len(header))]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    return [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *(line(r) for r in rows)]
+
+
+async def run_backend(name: str, options: Options, only: list[str], results: list[Result]) -> Backend | None:
+    started = time.monotonic()
+    print(f"[bench] {name}: starting", file=sys.stderr, flush=True)
+    try:
+        backend = make_backend(name)
+    except Exception as exc:  # e.g. no mariadbd on this machine: say so in the table
+        results.append(Result("(backend)", name, "-", "-", None, "-", None, [repr(exc)]))
+        return None
+    for benchmark in only:
+        began = time.monotonic()
+        try:
+            results.extend(await BENCHMARKS[benchmark](backend, options))
+        except Exception as exc:
+            results.append(
+                Result(benchmark, name, "-", "-", None, "-", None, [traceback.format_exc(), repr(exc)])
+            )
+        print(
+            f"[bench] {name}: {benchmark} done in {time.monotonic() - began:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+    print(f"[bench] {name}: finished in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+    return backend
+
+
+async def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    options = Options(repeats=min(args.repeats, 2) if args.quick else args.repeats, quick=args.quick)
+    only = [b for b in BENCHMARKS if b in args.only.split(",")]
+    names = ["sqlite", "mariadb"] if args.backend == "both" else [args.backend]
+    results: list[Result] = []
+    backends: list[Backend] = []
+    started = time.monotonic()
+    load_at_start = os.getloadavg()
+    try:
+        for name in names:
+            backend = await run_backend(name, options, only, results)
+            if backend is not None:
+                backends.append(backend)
+        header = machine(backends)
+    finally:
+        for backend in backends:
+            backend.close()
+    command = "python -m bench " + " ".join(sys.argv[1:] if argv is None else argv)
+    print(f"command: {command.strip()}")
+    print("\n".join(header))
+    print(
+        "load average (1/5/15 min), start: "
+        + "/".join(f"{x:.2f}" for x in load_at_start)
+        + "; end: "
+        + "/".join(f"{x:.2f}" for x in os.getloadavg())
+        + " (other work on the machine shows here)"
+    )
+    print(
+        f"repeats: {options.repeats}{' (quick)' if options.quick else ''}; wall time {time.monotonic() - started:.0f} s"
+    )
+    print()
+    print("\n".join(table(results)))
+    if args.details:
+        for r in results:
+            if r.details:
+                print(f"\n## {r.benchmark} [{r.backend}]")
+                print("\n".join(r.details))
+    return 2 if any(r.passed is None for r in results) else 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # asyncmy logs the server's notes on DDL (Alembic's migrations) as warnings; not our business.
+    logging.getLogger("asyncmy").setLevel(logging.ERROR)
+    sys.exit(asyncio.run(main()))
