@@ -25,14 +25,18 @@ SBIN_DIRS = ("/usr/sbin", "/usr/libexec", "/usr/local/sbin")
 
 
 def have_mariadb() -> bool:
-    return any(shutil.which(name) or any(Path(d, name).exists() for d in SBIN_DIRS) for name in SERVER_BINARIES)
+    return any(
+        shutil.which(name) or any(Path(d, name).exists() for d in SBIN_DIRS) for name in SERVER_BINARIES
+    )
 
 
 def provision_mariadb() -> None:
     if have_mariadb():
         return
     if os.name != "posix" or os.geteuid() != 0 or shutil.which("apt-get") is None:
-        say("no MariaDB server binary and no way to install one here: the MariaDB tests will skip (fail in CI)")
+        say(
+            "no MariaDB server binary and no way to install one here: the MariaDB tests will skip (fail in CI)"
+        )
         return
     say("installing Debian's mariadb-server (for the throwaway test server)")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
