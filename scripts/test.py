@@ -51,10 +51,11 @@ def provision_mariadb() -> None:
 def main() -> int:
     python = ensure_venv("test")
     provision_mariadb()
-    say("ruff check")
-    lint = subprocess.run([str(BIN / "ruff"), "check", "."], cwd=ROOT)
-    if lint.returncode != 0:
-        return lint.returncode
+    for check in (["check", "."], ["format", "--check", "."]):
+        say("ruff " + " ".join(check))
+        lint = subprocess.run([str(BIN / "ruff"), *check], cwd=ROOT)
+        if lint.returncode != 0:
+            return lint.returncode
     say("pytest")
     return subprocess.run([str(python), "-m", "pytest", *sys.argv[1:]], cwd=ROOT).returncode
 
