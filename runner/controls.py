@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from runner import catalog
 from runner.clock import Clock, SystemClock
 from runner.errors import UnknownDefinition
+from runner.lifecycle import end_run
 from runner.schema import RUN_IN_FLIGHT, RUN_TERMINAL, runs
 from runner.sql import run_log
 from runner.sql import runs as runs_sql
@@ -262,24 +263,13 @@ class Controls:
                 return ControlResult(False, f"cannot cancel: {explain_run(run, run_id)}", run_id=run_id)
             cues = await steps_sql.parked_cues(conn, run_id)
             error = f"cancelled by {actor or 'staff'}: {reason}"
-            if not await runs_sql.transition(conn, run_id, run["status"], "cancelled", now, error=error):
+            detail = {"from": run["status"], "control": "cancel", "reason": reason}
+            ended = await end_run(
+                conn, run_id, run["status"], "cancelled", now, error=error, detail=detail, actor=actor
+            )
+            if ended is None:
                 run = await runs_sql.get(conn, run_id)
                 return ControlResult(False, f"cannot cancel: {explain_run(run, run_id)}", run_id=run_id)
-            cancelled = await steps_sql.cancel_open(conn, run_id, now)
-            await run_log.write(
-                conn,
-                run_id,
-                "run.status",
-                now,
-                actor=actor,
-                detail={
-                    "from": run["status"],
-                    "to": "cancelled",
-                    "control": "cancel",
-                    "reason": reason,
-                    "steps_cancelled": cancelled,
-                },
-            )
         self._changed()
         refs = tuple(CueRef(int(c["id"]), run_id, "cancelled", c["result"]) for c in cues)
         return ControlResult(True, f"run {run_id} cancelled: {reason}", run_id=run_id, cues=refs)

@@ -34,6 +34,7 @@ from runner.clock import Clock, SystemClock
 from runner.db import retry_on_conflict
 from runner.definitions import EventDefinition, ManualSchedule, PhaseDefinition
 from runner.dispatch import Classified, perform
+from runner.lifecycle import end_run
 from runner.registry import ActionRegistry, Envelope
 from runner.schedule import occurrences
 from runner.sql import definitions as definitions_sql
@@ -237,25 +238,15 @@ class Runner:
         async with self.engine.begin() as conn:
             for run_id in await runs_sql.find_missed(conn, now):
                 run = await runs_sql.get(conn, run_id)
-                error = "missed: not started within its grace window"
-                if run is None or not await runs_sql.transition(
-                    conn, run_id, "scheduled", "missed", now, error=error
-                ):
+                if run is None:
                     continue
-                cancelled = await steps_sql.cancel_open(conn, run_id, now)
-                await run_log.write(
-                    conn,
-                    run_id,
-                    "run.status",
-                    now,
-                    detail={
-                        "from": "scheduled",
-                        "to": "missed",
-                        "scheduled_for": run["scheduled_for"].isoformat(),
-                        "steps_cancelled": cancelled,
-                    },
-                )
-                missed += 1
+                detail = {"from": "scheduled", "scheduled_for": run["scheduled_for"].isoformat()}
+                error = "missed: not started within its grace window"
+                if (
+                    await end_run(conn, run_id, "scheduled", "missed", now, error=error, detail=detail)
+                    is not None
+                ):
+                    missed += 1
         return missed
 
     # ── 3. Advance ────────────────────────────────────────────────────────
@@ -625,21 +616,16 @@ class Runner:
                 )
             return True
         if disposition == "abort_run":
-            if await runs_sql.transition(conn, run_id, ("running", "paused"), "failed", now, error=message):
-                cancelled = await steps_sql.cancel_open(conn, run_id, now)
-                await run_log.write(
-                    conn,
-                    run_id,
-                    "run.status",
-                    now,
-                    step_id=step["id"],
-                    detail={
-                        "to": "failed",
-                        "reason": "step failed",
-                        "error": error,
-                        "steps_cancelled": cancelled,
-                    },
-                )
+            await end_run(
+                conn,
+                run_id,
+                ("running", "paused"),
+                "failed",
+                now,
+                error=message,
+                step_id=step["id"],
+                detail={"reason": "step failed", "error": error},
+            )
             return True
         return False
 
