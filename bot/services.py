@@ -50,7 +50,6 @@ def assemble(
     describe = views.step_describer(engine, versions)
     delivery = make_delivery(describe)
     registry = build_registry(delivery, describe)
-    runner = Runner(engine, registry, clock=clock, owner=owner, settings=settings)
-    runner.versions = versions
+    runner = Runner(engine, registry, clock=clock, owner=owner, settings=settings, versions=versions)
     controls = Controls(engine, clock=clock, versions=versions, on_change=on_change)
     return Services(engine, clock, versions, describe, delivery, registry, runner, controls)

@@ -10,18 +10,17 @@ at once rather than at the next interval.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import catalog
 from runner.clock import Clock, SystemClock
 from runner.errors import UnknownDefinition
 from runner.lifecycle import end_run
-from runner.schema import RUN_IN_FLIGHT, RUN_TERMINAL, runs
+from runner.schema import RUN_IN_FLIGHT, RUN_TERMINAL
 from runner.sql import run_log
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
@@ -155,7 +154,7 @@ class Controls:
             else:
                 wanted = [scope]
             if not rehearsal:
-                busy = await self._in_flight(conn, current.definition_id, wanted)
+                busy = await runs_sql.live_in_flight(conn, current.definition_id, wanted, now)
                 if busy:
                     where = ", ".join(f"{s or 'the event'} (run {rid})" for s, rid in busy)
                     return ControlResult(False, f"{definition_key} is already in flight: {where}")
@@ -195,18 +194,6 @@ class Controls:
             if run_id is not None:
                 return run_id
         return None
-
-    async def _in_flight(
-        self, conn: AsyncConnection, definition_id: int, scopes: Sequence[str]
-    ) -> list[tuple[str, int]]:
-        query = sa.select(runs.c.scope, runs.c.id).where(
-            runs.c.definition_id == definition_id,
-            runs.c.scope.in_(scopes),
-            runs.c.status.in_(RUN_IN_FLIGHT),
-            runs.c.rehearsal.is_(False),
-            runs.c.scheduled_for <= self.clock.now(),
-        )
-        return [(row.scope, int(row.id)) for row in (await conn.execute(query)).all()]
 
     # ── pause / resume / cancel ───────────────────────────────────────────
 

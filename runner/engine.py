@@ -113,13 +113,14 @@ class Runner:
         clock: Clock | None = None,
         owner: str | None = None,
         settings: RunnerSettings | None = None,
+        versions: catalog.VersionCache | None = None,
     ) -> None:
         self.engine = engine
         self.registry = registry
         self.clock = clock or SystemClock()
         self.owner = owner or default_owner()
         self.settings = settings or RunnerSettings()
-        self.versions = catalog.VersionCache()
+        self.versions = versions or catalog.VersionCache()
         self._tick_lock = asyncio.Lock()
         # Only for not repeating a log line; nothing the runner decides depends on it.
         self._last_error: dict[int, str] = {}

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
-from runner.schema import RUN_HOLDS_KEY, RUN_TERMINAL, RUN_TICKABLE, definitions, runs
+from runner.schema import RUN_HOLDS_KEY, RUN_IN_FLIGHT, RUN_TERMINAL, RUN_TICKABLE, definitions, runs
 
 Row = sa.RowMapping
 
@@ -337,6 +337,21 @@ async def set_phase_hold(conn: AsyncConnection, run_id: int, due_at: dt.datetime
 
 async def take_phase_hold(conn: AsyncConnection, run_id: int) -> None:
     await conn.execute(sa.update(runs).where(runs.c.id == run_id).values(held_until=None))
+
+
+async def live_in_flight(
+    conn: AsyncConnection, definition_id: int, scopes: Sequence[str], now: dt.datetime
+) -> list[tuple[str, int]]:
+    """(scope, run id) of live (not rehearsal) runs of a definition already under way in those
+    scopes: what a second start of the same event would collide with."""
+    query = sa.select(runs.c.scope, runs.c.id).where(
+        runs.c.definition_id == definition_id,
+        runs.c.scope.in_(scopes),
+        runs.c.status.in_(RUN_IN_FLIGHT),
+        runs.c.rehearsal.is_(False),
+        runs.c.scheduled_for <= now,
+    )
+    return [(row.scope, int(row.id)) for row in (await conn.execute(query)).all()]
 
 
 async def list_runs(

@@ -19,7 +19,7 @@ from runner.controls import Controls
 from runner.definitions import EventDefinition
 from runner.engine import Runner, RunnerSettings, TickReport
 from runner.registry import Action, ActionRegistry, Envelope
-from runner.schema import run_log, runs, steps
+from runner.schema import definitions, run_log, runs, steps
 
 T0 = dt.datetime(2026, 9, 2, 12, 0, 0)
 
@@ -161,16 +161,10 @@ class World:
         async with self.engine.begin() as conn:
             await conn.execute(sa.update(steps).where(steps.c.id == step_id).values(**values))
 
+    async def set_definitions_materialised_until(self, value: dt.datetime | None) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(sa.update(definitions).values(materialised_until=value))
+
     async def set_run(self, run_id: int, **values: Any) -> None:
         async with self.engine.begin() as conn:
             await conn.execute(sa.update(runs).where(runs.c.id == run_id).values(**values))
-
-
-async def _set_definitions_materialised_until(self: World, value: dt.datetime | None) -> None:
-    from runner.schema import definitions
-
-    async with self.engine.begin() as conn:
-        await conn.execute(sa.update(definitions).values(materialised_until=value))
-
-
-World.set_definitions_materialised_until = _set_definitions_materialised_until  # type: ignore[attr-defined]
