@@ -1,0 +1,134 @@
+"""Reading YAML that people wrote (event definitions, the config) into plain data.
+
+``yaml.safe_load`` lets a few inputs escape as bare Python errors with no place in the file: bytes
+that are not UTF-8 (``UnicodeDecodeError``), a timestamp whose offset is 24 h or more or whose
+date does not exist (``ValueError`` from ``datetime``), an integer longer than Python's 4,300-digit
+conversion limit, an explicit tag on a value it cannot hold (``!!int "zz"``), and nesting deep
+enough to exhaust the recursion limit. Every one of them becomes a ``YamlError`` here, whose
+message is one line that names the line and column, so every caller reports a bad file the
+same way and none of them shows a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.composer import ComposerError
+from yaml.constructor import ConstructorError
+
+# Far deeper than any config or definition needs, and far below what exhausts Python's stack
+# (PyYAML's composer recurses once per level).
+MAX_DEPTH = 100
+
+
+class YamlError(ValueError):
+    """The text could not be read as YAML; ``str()`` is one line naming where."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        self.line = line
+        self.column = column
+        super().__init__(message)
+
+
+class _Loader(yaml.SafeLoader):
+    """``SafeLoader`` whose value errors and depth are located like its syntax errors."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep", mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except yaml.YAMLError:
+            raise
+        except (ValueError, TypeError, AttributeError, OverflowError) as exc:
+            raise ConstructorError(None, None, _explain(node, exc), node.start_mark) from None
+
+
+def _explain(node: Any, exc: Exception) -> str:
+    text = str(exc)
+    if "Exceeds the limit" in text and "digits" in text:
+        return "a number of more than 4,300 digits is too long to read"
+    if "offset must be a timedelta" in text:
+        return "a time zone offset must be less than 24 hours (e.g. +01:00)"
+    tag = str(getattr(node, "tag", "")).rsplit(":", 1)[-1] or "YAML"
+    # Only a ValueError's text speaks to the person who wrote the file; the others are internals.
+    why = f" ({text})" if isinstance(exc, ValueError) and text else ""
+    if tag == "timestamp":
+        return f"not a valid date or time{why}"
+    return f"cannot read this value as {tag}{why}"
+
+
+def _located(message: str, mark: Any) -> YamlError:
+    if mark is None:
+        return YamlError(message)
+    return YamlError(
+        f"line {mark.line + 1}, column {mark.column + 1}: {message}", mark.line + 1, mark.column + 1
+    )
+
+
+def _line_and_column(text: str, position: int) -> tuple[int, int]:
+    line = text.count("\n", 0, position) + 1
+    return line, position - (text.rfind("\n", 0, position) + 1) + 1
+
+
+def parse(text: str) -> Any:
+    """The data in ``text``, or ``YamlError``."""
+    loader: _Loader | None = None
+    try:
+        # The reader checks every character as it is built, so building it is inside the try.
+        loader = _Loader(text)
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as exc:
+        problem = exc.problem or "this is not valid YAML"
+        if isinstance(exc, ComposerError) and exc.context:
+            raise _located(f"{exc.context}, {problem}", exc.problem_mark) from None
+        if isinstance(exc, ConstructorError) and exc.context is None:
+            raise _located(problem, exc.problem_mark) from None
+        raise _located(f"YAML syntax error: {problem}", exc.problem_mark) from None
+    except yaml.reader.ReaderError as exc:
+        line, column = _line_and_column(text, exc.position)
+        what = f"#x{exc.character:04x}" if isinstance(exc.character, int) else repr(exc.character)
+        raise YamlError(
+            f"line {line}, column {column}: the character {what} is not allowed in YAML", line, column
+        ) from None
+    except yaml.YAMLError as exc:
+        raise YamlError(f"not valid YAML: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise YamlError(f"nested too deeply to read (at most {MAX_DEPTH} levels)") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+def decode(data: bytes) -> str:
+    """UTF-8 (a byte-order mark allowed), or ``YamlError`` naming the first byte that is not."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise YamlError(
+            f"line {line}, column {column}: the file is not UTF-8 text (byte 0x{data[exc.start]:02x}); "
+            "save it as UTF-8",
+            line,
+            column,
+        ) from None
+
+
+def read(path: str | Path) -> Any:
+    """The data in the file at ``path``: ``OSError`` if it cannot be read, else as ``parse``."""
+    return parse(decode(Path(path).read_bytes()))

@@ -1,0 +1,53 @@
+"""``runner.yaml_text``: every way YAML text can fail to load is one located ``YamlError``."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.yaml_text import MAX_DEPTH, YamlError, decode, parse
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "says"),
+    [
+        ("a: 1\nb: 2026-01-01T00:00:00+25:00\n", 2, 4, "time zone offset must be less than 24 hours"),
+        ("a: 2026-13-01\n", 1, 4, "not a valid date or time (month must be in 1..12)"),
+        ("a: 2026-02-30 10:00:00\n", 1, 4, "not a valid date or time"),
+        ("x: 1\ny: 2\nz: " + "9" * 4301 + "\n", 3, 4, "more than 4,300 digits"),
+        ("a: !!int zz\n", 1, 4, "cannot read this value as int"),
+        ("a: !!timestamp 2026\n", 1, 4, "not a valid date or time"),
+        ("a: [1, 2\n", 2, 1, "YAML syntax error"),
+        ("a: b\x00\n", 1, 5, "the character #x0000 is not allowed"),
+        ("a: " + "[" * (MAX_DEPTH + 5), 1, MAX_DEPTH + 3, f"nested more than {MAX_DEPTH} levels deep"),
+        ("a: !!python/object:os.system x\n", 1, 4, "could not determine a constructor"),
+        ("---\na: 1\n---\nb: 2\n", 3, 1, "expected a single document"),
+    ],
+)
+def test_a_bad_value_is_one_located_line(text: str, line: int, column: int, says: str) -> None:
+    with pytest.raises(YamlError) as caught:
+        parse(text)
+    message = str(caught.value)
+    assert message.startswith(f"line {line}, column {column}: "), message
+    assert says in message
+    assert "\n" not in message
+    assert (caught.value.line, caught.value.column) == (line, column)
+
+
+def test_deep_but_reasonable_nesting_still_loads() -> None:
+    depth = MAX_DEPTH - 2
+    expected: list[object] = []
+    for _ in range(depth - 1):
+        expected = [expected]
+    assert parse("a: " + "[" * depth + "]" * depth) == {"a": expected}
+
+
+def test_bytes_that_are_not_utf8_name_their_line_and_column() -> None:
+    with pytest.raises(YamlError) as caught:
+        decode(b"a: 1\nguild_id: \xff\xfe\n")
+    assert str(caught.value) == (
+        "line 2, column 11: the file is not UTF-8 text (byte 0xff); save it as UTF-8"
+    )
+
+
+def test_a_byte_order_mark_is_not_part_of_the_text() -> None:
+    assert parse(decode(b"\xef\xbb\xbfa: 1\n")) == {"a": 1}
