@@ -5,7 +5,8 @@ Each command parses its arguments, calls one function of the runner (or of ``bot
 command that needs it, and passed down.
 
 Exit codes: 0 done; 1 what was asked for did not succeed (an invalid definition, a rehearsal that
-did not complete, a missing token, an unreachable database); 2 a usage or configuration error.
+did not complete, a missing token, an unreachable database); 2 a usage or configuration error
+(a bad config, or a ``--database`` URL that cannot be used).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from actions import validation_registry
@@ -32,7 +32,7 @@ from bot import config as config_module
 from bot.config import Config, ConfigError
 from runner import catalog, views
 from runner.clock import utcnow
-from runner.db import create_engine
+from runner.db import DatabaseUrlError, check_url, create_engine, masked_url
 from runner.definitions import CronSchedule, EventDefinition, OnceSchedule, load_file
 from runner.errors import DefinitionError, Problem
 from runner.migrate import current_revision, upgrade
@@ -52,6 +52,10 @@ class CommandFailed(Exception):
     """The command could not do what was asked; the message says why, in one line."""
 
 
+class UsageError(Exception):
+    """An argument the command cannot use (exit code 2); the message says why, in one line."""
+
+
 # ── Shared helpers ──────────────────────────────────────────────────────────
 
 
@@ -65,17 +69,21 @@ def load_config(path: str | None) -> Config:
 
 def shown_url(url: str) -> str:
     """A database URL fit to print: the password is never shown."""
+    return masked_url(url)
+
+
+def checked_database(url: str, origin: str = "--database") -> str:
+    """``url`` if ``runner.db.check_url`` accepts it, else ``UsageError``: one line, naming
+    where the URL came from and what is wrong with it, the password hidden."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
-    except sa_exc.ArgumentError:
-        return "<unparsable database url>"
+        check_url(url)
+    except DatabaseUrlError as exc:
+        raise UsageError(f"{origin}: {config_module.redact(str(exc))}") from None
+    return url
 
 
 def _engine_for(url: str) -> AsyncEngine:
-    try:
-        return create_engine(url)
-    except (ValueError, sa_exc.ArgumentError) as exc:
-        raise ConfigError([f"database_url: {exc}"]) from None
+    return create_engine(checked_database(url, "database url"))
 
 
 async def _on_database(url: str, work: Callable[[AsyncEngine], Awaitable[T]]) -> T:
@@ -85,9 +93,10 @@ async def _on_database(url: str, work: Callable[[AsyncEngine], Awaitable[T]]) ->
     engine = _engine_for(url)
     try:
         return await work(engine)
-    except (sa_exc.OperationalError, sa_exc.InterfaceError) as exc:
+    except (sa_exc.OperationalError, sa_exc.InterfaceError, OSError) as exc:
         # aiosqlite stops its worker thread after a failed connect without waiting for it; let
-        # the thread report back before asyncio.run closes this loop under it.
+        # the thread report back before asyncio.run closes this loop under it. (OSError: the
+        # driver opens TLS files and sockets itself, e.g. an ssl_cipher OpenSSL refuses.)
         await asyncio.sleep(0.1)
         reason = getattr(exc, "orig", None) or exc
         raise CommandFailed(f"cannot use the database at {shown_url(url)}: {reason}") from None
@@ -99,10 +108,7 @@ def check_sqlite_location(url: str, *, must_exist: bool = False) -> None:
     """Refuse a SQLite path that cannot work before connecting: a missing directory (SQLite
     would fail with "unable to open database file"), or, when reading, a missing file (SQLite
     would create an empty one)."""
-    try:
-        parsed = make_url(url)
-    except sa_exc.ArgumentError as exc:
-        raise ConfigError([f"database_url: {exc}"]) from None
+    parsed = check_url(checked_database(url, "database url"))
     if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
         return
     path = Path(parsed.database)
@@ -125,7 +131,10 @@ async def _require_schema(engine: AsyncEngine, url: str) -> None:
 
 
 def _database_url(args: argparse.Namespace, config: Config) -> str:
-    return args.database or config.database_url
+    """``--database``, checked here; else ``database_url``, which the config check has checked."""
+    if args.database is not None:
+        return checked_database(args.database)
+    return config.database_url
 
 
 def describe_schedule(definition: EventDefinition) -> str:
@@ -211,10 +220,9 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         database_url=args.database,
         as_json=args.json,
     )
-    if args.database:
-        # Refuse a malformed URL before anything starts; building an engine does not connect.
-        check_sqlite_location(args.database)
-        _engine_for(args.database).sync_engine.dispose()
+    if args.database is not None:
+        # Refuse a bad URL before anything starts.
+        check_sqlite_location(checked_database(args.database))
     try:
         return asyncio.run(rehearse(options, config))
     except (sa_exc.OperationalError, sa_exc.InterfaceError) as exc:
@@ -642,6 +650,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

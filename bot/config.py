@@ -2,36 +2,131 @@
 
 Sources, later ones winning: the YAML file, then ``EVENTBOT_*`` environment variables for the
 scalar keys (``EVENTBOT_DATABASE_URL``, ``EVENTBOT_GUILD_ID``, ``EVENTBOT_TICK_INTERVAL_SECONDS``,
-``EVENTBOT_DEFINITIONS_DIR``). The Discord token is never part of it: it only ever comes from
-``DISCORD_TOKEN`` (see ``token_from_env``), and a config file that contains one is refused.
+``EVENTBOT_DEFINITIONS_DIR``, ``EVENTBOT_REHEARSAL_SPEED``). The Discord token is never part of
+it: it only ever comes from ``DISCORD_TOKEN`` (see ``token_from_env``), and a config file that
+contains one is refused.
 
-A bad config is refused with every problem listed, each naming its key.
+A bad config is refused with every problem listed, each naming its key (and the environment
+variable, when that is where the value came from). ``ConfigError`` is the only error ``load``
+raises, and no problem ever repeats a value that looks like a token or a password.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from runner.db import DEFAULT_URL
+from runner import yaml_text
+from runner.db import DEFAULT_URL, DatabaseUrlError, check_url
 
 ENV_PREFIX = "EVENTBOT_"
 TOKEN_ENV = "DISCORD_TOKEN"
-SNOWFLAKE = r"^[0-9]{15,21}$"
 CAPABILITIES = ("start", "control", "cue", "rehearse")
+
+# The bounds, and why. Discord ids are snowflakes: unsigned 64-bit integers, written in ASCII
+# digits (a float would silently round an 18-digit id to another one).
+SNOWFLAKE_MAX = 2**64 - 1
+# A tick is a handful of queries; the loop already ticks early when a step falls due and at once
+# after a command, so a shorter interval only loads the database. Longer than five minutes and a
+# run blocked on a concurrency key or a reclaimed lease waits too long to be picked up.
+TICK_INTERVAL_MIN, TICK_INTERVAL_MAX = 0.5, 300.0
+# Slower than real time is not a rehearsal; at 10,000 the longest wait (7 days) takes a minute,
+# and beyond that the waits are shorter than a tick.
+REHEARSAL_SPEED_MIN, REHEARSAL_SPEED_MAX = 1.0, 10_000.0
+# Aliases are what definitions write (``channel: announcements``); an all-digit alias would be
+# read as a raw id, and one starting with "#" as the alias after it.
+ALIAS_MAX = 100
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+# Discord bot tokens are three base64url parts joined by dots; a long unbroken run of such
+# characters is treated as secret too, so a pasted token or password is never repeated back.
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{20,}")
+_SECRET = re.compile(rf"{_TOKEN.pattern}|[A-Za-z0-9_\-+/=]{{48,}}")
+SECRET_SHOWN = "<a value that looks like a secret, not shown>"
+
+
+def looks_secret(text: str) -> bool:
+    return bool(_SECRET.search(text))
+
+
+def redact(text: str) -> str:
+    """``text`` with anything that looks like a token or a long secret replaced."""
+    return _SECRET.sub(SECRET_SHOWN, text)
 
 
 class ConfigError(Exception):
     def __init__(self, problems: list[str], source: str | None = None) -> None:
-        self.problems = problems
+        self.problems = [redact(p) for p in problems]
         self.source = source
         where = f"{source}: " if source else ""
-        super().__init__("\n".join(f"{where}{p}" for p in problems))
+        super().__init__("\n".join(f"{where}{p}" for p in self.problems))
+
+
+def _snowflake(value: object) -> int:
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        value = int(value.strip()) if len(value.strip()) <= 20 else SNOWFLAKE_MAX + 1
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be a Discord id: a whole number written in the digits 0-9")
+    if not 0 < value <= SNOWFLAKE_MAX:
+        raise ValueError("must be a Discord id: a positive number below 2**64")
+    return value
+
+
+def _bounded(low: float, high: float, explained: str) -> Any:
+    def check(value: object) -> float:
+        if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+            value = float(value.strip())
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(explained)
+        # Compare before converting: a huge int would overflow float().
+        if not (low <= value <= high) or not math.isfinite(value):
+            raise ValueError(explained)
+        return float(value)
+
+    return BeforeValidator(check)
+
+
+def _alias(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError("an alias is text")
+    if (
+        not 0 < len(value) <= ALIAS_MAX
+        or value.startswith("#")
+        or not value.isprintable()
+        or value != value.strip()
+    ):
+        raise ValueError(f"an alias is 1 to {ALIAS_MAX} printable characters, not starting with # or a space")
+    if any(c.isspace() for c in value):
+        raise ValueError("an alias has no spaces (definitions write it as a single word)")
+    if value.isdigit():
+        raise ValueError("an alias cannot be all digits: it would be read as a raw id")
+    return value
+
+
+def _database_url(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a database URL, e.g. sqlite+aiosqlite:///eventbot.sqlite3")
+    try:
+        check_url(value)
+    except DatabaseUrlError as exc:
+        raise ValueError(str(exc).removeprefix("database url ")) from None
+    return value
+
+
+def _directory(value: object) -> str:
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:
+        raise ValueError("must be the path of a directory")
+    return value
+
+
+Snowflake = Annotated[int, BeforeValidator(_snowflake)]
+Alias = Annotated[str, BeforeValidator(_alias)]
 
 
 class _Strict(BaseModel):
@@ -47,13 +142,13 @@ class AnnounceSettings(_Strict):
 
 
 class Config(_Strict):
-    database_url: str = DEFAULT_URL
+    database_url: Annotated[str, BeforeValidator(_database_url)] = DEFAULT_URL
     # The one guild this bot serves; interactions from any other are refused.
-    guild_id: int | None = None
+    guild_id: Snowflake | None = None
     # Channel aliases that definitions name (``channel: announcements``) -> channel ids.
-    channels: dict[str, int] = Field(default_factory=dict)
+    channels: dict[Alias, Snowflake] = Field(default_factory=dict)
     # Role aliases that definitions and permissions name -> role ids.
-    roles: dict[str, int] = Field(default_factory=dict)
+    roles: dict[Alias, Snowflake] = Field(default_factory=dict)
     # Capability -> role aliases allowed to use it: start (``/event start``), control (pause,
     # resume, cancel, retry, skip), cue (Confirm / Skip on GM cues), rehearse.
     permissions: dict[str, list[str]] = Field(default_factory=dict)
@@ -62,11 +157,26 @@ class Config(_Strict):
     staff_log_channel: str | None = None
     sandbox_channel: str | None = None
     announce: AnnounceSettings = Field(default_factory=AnnounceSettings)
-    tick_interval_seconds: float = Field(default=5.0, gt=0, le=300)
+    tick_interval_seconds: Annotated[
+        float,
+        _bounded(
+            TICK_INTERVAL_MIN,
+            TICK_INTERVAL_MAX,
+            f"must be a number of seconds from {TICK_INTERVAL_MIN:g} to {TICK_INTERVAL_MAX:g}",
+        ),
+    ] = 5.0
     # Where ``python -m bot publish`` (and ``run``, at start) read event definitions from.
-    definitions_dir: str = "events"
+    definitions_dir: Annotated[str, BeforeValidator(_directory)] = "events"
     # How much faster waits pass in a rehearsal run (``/event rehearse``): 60 = a minute a second.
-    rehearsal_speed: float = Field(default=60.0, ge=1)
+    rehearsal_speed: Annotated[
+        float,
+        _bounded(
+            REHEARSAL_SPEED_MIN,
+            REHEARSAL_SPEED_MAX,
+            f"must be a number from {REHEARSAL_SPEED_MIN:g} to {REHEARSAL_SPEED_MAX:g} "
+            "(how many times faster than real time waits pass)",
+        ),
+    ] = 60.0
 
     @model_validator(mode="after")
     def _references_resolve(self) -> Config:
@@ -90,9 +200,6 @@ class Config(_Strict):
                 problems.append(
                     f"announce.allowed_ping_roles: {alias!r} is not one of the role aliases in 'roles'"
                 )
-        for name, value in [*self.channels.items(), *self.roles.items()]:
-            if value <= 0:
-                problems.append(f"{name}: ids are positive numbers")
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -100,12 +207,13 @@ class Config(_Strict):
     def channel_id(self, ref: str) -> int | None:
         """A channel alias or a raw id (``#`` allowed in front of an alias)."""
         ref = ref.lstrip("#")
-        if ref.isdigit():
+        if ref.isascii() and ref.isdigit():
             return int(ref)
         return self.channels.get(ref)
 
     def role_id(self, ref: str) -> int | None:
-        if ref.isdigit():
+        # ASCII only: str.isdigit() is true of "²", which int() then refuses or misreads.
+        if ref.isascii() and ref.isdigit():
             return int(ref)
         return self.roles.get(ref)
 
@@ -122,54 +230,90 @@ _ENV_KEYS = {
 }
 
 
-def _problems(exc: ValidationError) -> list[str]:
+def _shown_part(part: object) -> str:
+    text = str(part)
+    if not text.isprintable() or not text:
+        text = repr(text)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _problems(exc: ValidationError, from_env: Mapping[str, str]) -> list[str]:
     out = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "config"
+        loc = ".".join(_shown_part(p) for p in err["loc"] if p != "[key]")
         message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
+        if err["type"] in ("extra_forbidden", "invalid_key"):
             message = "unknown key"
-        if loc == "config" or not err["loc"]:
+        if not loc:
             out.extend(message.split("; "))
-        else:
-            out.append(f"{loc}: {message}")
+            continue
+        if err["loc"][-1] == "[key]":
+            loc += " (the alias)"
+        variable = from_env.get(str(err["loc"][0]))
+        if variable:
+            loc += f" (from {variable})"
+        out.append(f"{loc}: {message}")
     return out
+
+
+_WALK_LIMIT = 100_000
+
+
+def _token_values(data: Mapping[Any, Any]) -> list[str]:
+    """The keys (dotted) under which a value shaped like a Discord token was written. Iterative,
+    and each container visited once: YAML aliases can make a small file a very large tree."""
+    found: list[str] = []
+    seen: set[int] = set()
+    todo: list[tuple[str, Any]] = [(_shown_part(k), v) for k, v in data.items()]
+    while todo and len(seen) < _WALK_LIMIT:
+        where, value = todo.pop()
+        if isinstance(value, str):
+            if _TOKEN.search(value):
+                found.append(where)
+        elif isinstance(value, dict | list) and id(value) not in seen:
+            seen.add(id(value))
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            todo.extend((f"{where}.{_shown_part(k)}", v) for k, v in items)
+    return sorted(found)
+
+
+def _read(path: str | Path, source: str) -> dict[Any, Any]:
+    try:
+        loaded = yaml_text.read(path)
+    except OSError as exc:
+        raise ConfigError([f"cannot read the config file: {exc.strerror or exc}"], source) from None
+    except yaml_text.YamlError as exc:
+        raise ConfigError([str(exc)], source) from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(["the config file must be a mapping of keys"], source)
+    return dict(loaded)
 
 
 def load(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Config:
     """Read, merge and validate; raise ``ConfigError`` listing every problem."""
     environ = os.environ if environ is None else environ
     source = str(path) if path else None
-    data: dict[str, Any] = {}
-    if path is not None:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError([f"cannot read the config file: {exc.strerror or exc}"], source) from None
-        try:
-            loaded = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark is not None else ""
-            raise ConfigError([f"YAML syntax error{where}: {getattr(exc, 'problem', exc)}"], source) from None
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(["the config file must be a mapping of keys"], source)
-        data = dict(loaded)
+    data: dict[Any, Any] = _read(path, str(path)) if path is not None else {}
     problems = []
+    never = f"never put the bot token in a file; set {TOKEN_ENV} in the environment"
     if "token" in data or "discord_token" in data:
-        problems.append(f"token: never put the bot token in a file; set {TOKEN_ENV} in the environment")
+        problems.append(f"token: {never}")
         data.pop("token", None)
         data.pop("discord_token", None)
+    problems.extend(f"{where}: this looks like a Discord bot token; {never}" for where in _token_values(data))
+    from_env: dict[str, str] = {}
     for suffix, key in _ENV_KEYS.items():
-        value = environ.get(ENV_PREFIX + suffix)
+        variable = ENV_PREFIX + suffix
+        value = environ.get(variable)
         if value not in (None, ""):
             data[key] = value
+            from_env[key] = variable
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(problems + _problems(exc), source) from None
+        raise ConfigError(problems + _problems(exc, from_env), source) from None
     if problems:
         raise ConfigError(problems, source)
     return config

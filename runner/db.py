@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
@@ -39,25 +40,143 @@ def is_sqlite(engine_or_url: AsyncEngine | str) -> bool:
     return url.get_backend_name() == "sqlite"
 
 
-def create_engine(url: str = DEFAULT_URL, **overrides: Any) -> AsyncEngine:
-    """Build the async engine for ``url`` with the settings production uses."""
-    parsed = make_url(url)
-    backend = parsed.get_backend_name()
+class DatabaseUrlError(ValueError):
+    """A database URL eventbot cannot use; the message says what is wrong, never the password."""
+
+
+SQLITE_DRIVER = "aiosqlite"
+MARIADB_DRIVER = "asyncmy"
+# The query options a MariaDB URL may carry, each with the check its value must pass. Anything
+# else is refused here, by name: the dialect would pass it to asyncmy.connect, which fails only
+# at the first connect (``?foo=bar`` is a TypeError, ``?charset=nope`` an error from deep in the
+# driver). ``client_flag`` is left out on purpose: the compare-and-sets rely on CLIENT_FOUND_ROWS.
+_TEXT = "a non-empty value"
+_SECONDS = "a whole number of seconds from 1 to 3600"
+_BOOLEAN = "true or false"
+# The TLS files are opened at the first connect, where a missing one is a bare FileNotFoundError.
+_FILE = "the path of a file that exists"
+_DIRECTORY = "the path of a directory that exists"
+MARIADB_OPTIONS = {
+    # Event text is full of emoji, which only utf8mb4 can store.
+    "charset": "utf8mb4",
+    "unix_socket": _TEXT,
+    "connect_timeout": _SECONDS,
+    "read_timeout": _SECONDS,
+    "ssl_ca": _FILE,
+    "ssl_cert": _FILE,
+    "ssl_key": _FILE,
+    "ssl_capath": _DIRECTORY,
+    "ssl_cipher": _TEXT,
+    "ssl_check_hostname": _BOOLEAN,
+}
+MAX_PORT = 65535
+
+
+def masked_url(url: str) -> str:
+    """``url`` with its password replaced by ``***``, even when it does not parse as a URL."""
+    # With a second "@" the parser may take part of the password for the host; mask by hand.
+    if url.count("@") < 2:
+        try:
+            return make_url(url).render_as_string(hide_password=True)
+        except (ValueError, TypeError, sa.exc.ArgumentError):
+            pass
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        return "<not a URL>"
+    # Credentials end at the last "@": a password may hold "/" or "@" itself, and masking a
+    # little too much is better than showing a little of it.
+    if "@" in rest:
+        credentials, _, rest = rest.rpartition("@")
+        user = credentials.partition(":")[0]
+        rest = f"{user}:***@{rest}" if ":" in credentials else f"{user}@{rest}"
+    return f"{scheme}://{rest}"
+
+
+def _option_problem(name: str, value: object) -> str | None:
+    expected = MARIADB_OPTIONS.get(name)
+    if expected is None:
+        return f"unknown option ?{name} (eventbot accepts {', '.join(sorted(MARIADB_OPTIONS))})"
+    if not isinstance(value, str):
+        return f"?{name} is given more than once"
+    if expected == _TEXT:
+        return None if value.strip() else f"?{name} must be {_TEXT}"
+    if expected == _FILE:
+        return None if value.strip() and os.path.isfile(value) else f"?{name} must be {_FILE}"
+    if expected == _DIRECTORY:
+        return None if value.strip() and os.path.isdir(value) else f"?{name} must be {_DIRECTORY}"
+    if expected == _SECONDS:
+        ok = value.isascii() and value.isdigit() and 1 <= int(value) <= 3600
+        return None if ok else f"?{name} must be {_SECONDS}"
+    if expected == _BOOLEAN:
+        return None if value.lower() in ("true", "false") else f"?{name} must be {_BOOLEAN}"
+    if value.lower() != expected:
+        return f"?{name} must be {expected}: event text is full of emoji, which only {expected} can store"
+    return None
+
+
+def check_url(url: str) -> sa.engine.URL:
+    """The parsed ``url`` if eventbot can use it, else ``DatabaseUrlError`` saying why.
+
+    Every check that would otherwise fail only at the first connect (or as a bare Python error
+    from the URL parser) is made here, once, for every command and the bot alike."""
+    shown = masked_url(url) if isinstance(url, str) else "<not text>"
+    where = f"database url {shown!r}"
+    if not isinstance(url, str) or not url.strip():
+        raise DatabaseUrlError("database url: empty (e.g. sqlite+aiosqlite:///eventbot.sqlite3)")
+    if "\x00" in url:
+        raise DatabaseUrlError(f"{where}: contains a NUL character")
+    try:
+        parsed = make_url(url)
+    except ValueError:
+        # The parser turns the port into an int itself, and says nothing more useful than that.
+        raise DatabaseUrlError(f"{where}: the port must be a number from 1 to {MAX_PORT}") from None
+    except sa.exc.ArgumentError:
+        raise DatabaseUrlError(
+            f"{where}: not a database URL (e.g. sqlite+aiosqlite:///eventbot.sqlite3 or "
+            "mysql+asyncmy://user:pass@host:3306/db)"
+        ) from None
+    backend, driver = parsed.get_backend_name(), parsed.get_driver_name()
     if backend == "sqlite":
-        return _sqlite_engine(url, **overrides)
+        if driver != SQLITE_DRIVER:
+            raise DatabaseUrlError(f"{where}: use the sqlite+{SQLITE_DRIVER}:// driver")
+        if parsed.username or parsed.password or parsed.host or parsed.port:
+            raise DatabaseUrlError(
+                f"{where}: a SQLite URL names a file only (sqlite+{SQLITE_DRIVER}:///path/to/file.sqlite3)"
+            )
+        if parsed.query:
+            # The connect listener sets SQLite's options; the dialect ignores the rest with a warning.
+            raise DatabaseUrlError(f"{where}: a SQLite URL takes no ?options")
+        return parsed
     if backend in ("mysql", "mariadb"):
-        if parsed.get_driver_name() != "asyncmy":
-            raise ValueError(f"database url {parsed.render_as_string()!r}: use the mysql+asyncmy:// driver")
-        options: dict[str, Any] = {
-            "pool_pre_ping": True,
-            "pool_recycle": 1800,
-            "pool_size": 10,
-            "max_overflow": 10,
-            "isolation_level": "READ COMMITTED",
-        }
-        options.update(overrides)
-        return create_async_engine(url, **options)
-    raise ValueError(f"database url: unsupported backend {backend!r} (use sqlite+aiosqlite or mysql+asyncmy)")
+        if driver != MARIADB_DRIVER:
+            raise DatabaseUrlError(f"{where}: use the mysql+{MARIADB_DRIVER}:// driver")
+        if parsed.port is not None and not 1 <= parsed.port <= MAX_PORT:
+            raise DatabaseUrlError(f"{where}: the port must be a number from 1 to {MAX_PORT}")
+        for name, value in parsed.query.items():
+            problem = _option_problem(name, value)
+            if problem:
+                raise DatabaseUrlError(f"{where}: {problem}")
+        return parsed
+    raise DatabaseUrlError(
+        f"{where}: unsupported backend {backend!r} (use sqlite+{SQLITE_DRIVER} or mysql+{MARIADB_DRIVER})"
+    )
+
+
+def create_engine(url: str = DEFAULT_URL, **overrides: Any) -> AsyncEngine:
+    """Build the async engine for ``url`` with the settings production uses; a URL that
+    ``check_url`` refuses raises ``DatabaseUrlError`` (a ``ValueError``)."""
+    parsed = check_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(url, **overrides)
+    options: dict[str, Any] = {
+        "pool_pre_ping": True,
+        "pool_recycle": 1800,
+        "pool_size": 10,
+        "max_overflow": 10,
+        "isolation_level": "READ COMMITTED",
+    }
+    options.update(overrides)
+    return create_async_engine(url, **options)
 
 
 def _sqlite_engine(url: str, **overrides: Any) -> AsyncEngine:

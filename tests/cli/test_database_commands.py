@@ -73,10 +73,10 @@ def test_config_yaml_in_the_working_directory_is_read_by_default(cli: Cli, tmp_p
     assert target.exists()
 
 
-def test_an_unsupported_database_url_is_a_configuration_error(cli: Cli) -> None:
+def test_an_unsupported_database_url_is_a_usage_error(cli: Cli) -> None:
     result = cli("migrate", "--database", "postgresql+asyncpg://u:hunter2@db/eventbot")
     assert result.code == 2
-    assert "database_url: " in result.err and "unsupported backend 'postgresql'" in result.err
+    assert result.err.startswith("error: --database: ") and "unsupported backend 'postgresql'" in result.err
     assert "hunter2" not in result.err + result.out
 
 
