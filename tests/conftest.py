@@ -30,6 +30,9 @@ from runner.schema import metadata
 from tests.support.mariadb_server import ThrowawayMariaDB, find_mariadbd
 from tests.support.world import World
 
+# Every REST request a simcord test's bot makes is held to Discord's OpenAPI description.
+pytest_plugins = ("tests.support.discord_openapi_plugin",)
+
 IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 BACKENDS = ("sqlite", "mariadb")
 
