@@ -9,12 +9,15 @@ The bot supplies the Discord implementation, the offline rehearsal a console one
 * raise ``DeliveryError(transient=True)`` when they cannot tell whether the message went out or
   the failure may pass (rate limits, 5xx, timeouts), and ``transient=False`` when retrying cannot
   help (missing access, unknown channel), with a message naming the channel and what is missing;
-* answer ``check`` without sending anything: the problems a real delivery would hit.
+* answer ``check`` without sending anything: the problems a real delivery would hit;
+* ``close_cue`` a cue they posted whose run ended before it could wait for a GM (a cancel
+  pressed while it was being posted): no live buttons on a dead run, and the text says why.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -97,6 +100,24 @@ class Delivery(Protocol):
         """Problems a real delivery of ``request`` would hit, without sending anything."""
         ...
 
+    async def close_cue(self, run_id: int, step_id: int, posted: Posted, reason: str) -> None:
+        """Close a posted cue that will never be answered: buttons off, ``reason`` shown."""
+        ...
+
+
+def cue_closer(delivery: Delivery) -> Callable[[int, int, dict[str, Any] | None, str], Awaitable[None]]:
+    """The runner's ``close_parked`` hook for a delivery: finds where the cue went in what the
+    action answered (``{"posted": {...}}``) and has the delivery close it."""
+
+    async def close(run_id: int, step_id: int, output: dict[str, Any] | None, reason: str) -> None:
+        posted = (output or {}).get("posted")
+        if not isinstance(posted, dict) or not posted.get("message_id"):
+            return
+        where = Posted(str(posted["channel_id"]), str(posted["message_id"]), posted.get("channel_name"))
+        await delivery.close_cue(run_id, step_id, where, reason)
+
+    return close
+
 
 @dataclass
 class Recorded:
@@ -115,6 +136,7 @@ class RecordingDelivery:
     known_channels: set[str] | None = None
     sent: list[Recorded] = field(default_factory=list)
     attempts: list[Announcement | Cue] = field(default_factory=list)
+    closed: list[tuple[int, Posted, str]] = field(default_factory=list)
     deduplicated: int = 0
     failures: list[DeliveryError] = field(default_factory=list)
     _next_id: int = 1000
@@ -134,6 +156,9 @@ class RecordingDelivery:
         if self.known_channels is not None and channel not in self.known_channels:
             return [f"channel {channel!r} does not exist"]
         return []
+
+    async def close_cue(self, run_id: int, step_id: int, posted: Posted, reason: str) -> None:
+        self.closed.append((step_id, posted, reason))
 
     def _deliver(self, kind: str, request: Announcement | Cue, channel: str) -> Posted:
         self.attempts.append(request)

@@ -117,10 +117,10 @@ async def click(interaction: discord.Interaction, step_id: int, verb: str) -> No
     await interaction.response.defer()
     controls = bot.services.controls
     actor = actor_label(interaction.user)
-    if verb == "confirm":
-        result = await controls.confirm(step_id, actor=actor)
-    else:
-        result = await controls.skip(step_id, actor=actor)
+    # The step id and verb come from the custom id, which only Discord's own check ties to this
+    # message: the control acts on a posted GM cue and nothing else (a Skip naming a pending
+    # announcement is refused). The guild was checked by ``refusal`` above.
+    result = await controls.settle_cue(step_id, verb, actor=actor)
     ids = {"run_id": result.run_id, "step_id": step_id}
     if result.ok:
         status = "done" if verb == "confirm" else "skipped"

@@ -30,8 +30,10 @@ from actions import limits
 from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted
 from actions.messaging import Describe
 from bot.config import Config
-from bot.cues import cue_embed, cue_view
+from bot.cues import cue_embed, cue_view, mark_settled, settled_text
+from bot.permissions import mention_actors
 from bot.rendering import REHEARSAL_MARK, clip
+from runner.controls import CueRef
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +112,12 @@ class DiscordDelivery:
             view=cue_view(cue.step_id),
         )
         return Posted(str(channel.id), str(message.id), getattr(channel, "name", None))
+
+    async def close_cue(self, run_id: int, step_id: int, posted: Posted, reason: str) -> None:
+        """The cue went out, but its run ended meanwhile: disable its buttons and say why, so no
+        GM presses Confirm on a run that is over."""
+        ref = CueRef(step_id, run_id, "cancelled", {"posted": posted.as_dict()})
+        await mark_settled(self.bot, (ref,), settled_text("cancelled", None, reason=mention_actors(reason)))
 
     async def check(self, request: Announcement | Cue) -> list[str]:
         """What a real delivery would hit, sending nothing: the channel resolves and is in this

@@ -204,6 +204,17 @@ class ConsoleDelivery:
     async def post_cue(self, cue: Cue) -> Posted:
         return self._deliver(cue)
 
+    async def close_cue(self, run_id: int, step_id: int, posted: Posted, reason: str) -> None:
+        self.console.emit_for_step(
+            step_id,
+            "delivery",
+            f"{run_label(run_id, '')}: cue {posted.message_id} closed, its buttons disabled: {reason}",
+            kind="cue_closed",
+            run_id=run_id,
+            step_id=step_id,
+            reason=reason,
+        )
+
     # ── what a real server would refuse ──
 
     @property

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from actions import build_registry
-from actions.delivery import Delivery
+from actions.delivery import Delivery, cue_closer
 from actions.messaging import Describe
 from runner import views
 from runner.catalog import VersionCache
@@ -50,6 +50,14 @@ def assemble(
     describe = views.step_describer(engine, versions)
     delivery = make_delivery(describe)
     registry = build_registry(delivery, describe)
-    runner = Runner(engine, registry, clock=clock, owner=owner, settings=settings, versions=versions)
+    runner = Runner(
+        engine,
+        registry,
+        clock=clock,
+        owner=owner,
+        settings=settings,
+        versions=versions,
+        close_parked=cue_closer(delivery),
+    )
     controls = Controls(engine, clock=clock, versions=versions, on_change=on_change)
     return Services(engine, clock, versions, describe, delivery, registry, runner, controls)

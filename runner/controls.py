@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import catalog
 from runner.clock import Clock, SystemClock
+from runner.db import retry_on_conflict
 from runner.errors import UnknownDefinition
 from runner.lifecycle import end_run
 from runner.schema import RUN_IN_FLIGHT, RUN_TERMINAL
@@ -48,6 +49,12 @@ class ControlResult:
     def __bool__(self) -> bool:
         return self.ok
 
+
+# The action whose steps carry Confirm / Skip buttons. A button names its step by id in a custom
+# id; ``settle_cue`` refuses any step of another action, so a forged id cannot skip an
+# announcement that has not gone out.
+CUE_ACTION = "gm.cue"
+CUE_VERBS = ("confirm", "skip")
 
 MANUAL_START_ATTEMPTS = 8
 # Row ids are positive 64-bit integers. Anything else names no row, and SQLite's driver refuses
@@ -88,6 +95,10 @@ def explain_step(step: Any | None, step_id: int, run: Any | None = None) -> str:
     if step is None:
         return f"no such step: {step_id}"
     status = step["status"]
+    if status in ("pending", "running") and run is not None and run["status"] in RUN_TERMINAL:
+        # Left open on a run that ended (only a step out being dispatched can be): the run is
+        # the reason, whatever the step looks like.
+        return _ENDED_WORDS[run["status"]]
     by = f" by {step['settled_by']}" if step["settled_by"] else ""
     if status == "done":
         return f"already confirmed{by}" if step["settled_by"] else "that step is already done"
@@ -107,6 +118,11 @@ def explain_step(step: Any | None, step_id: int, run: Any | None = None) -> str:
 
 
 class Controls:
+    """Every control is one transaction, and on MariaDB two of them (a cancel and a GM's Confirm)
+    take the same run and step rows in opposite orders: InnoDB then rolls one back with a
+    deadlock. Each control is therefore run again on a lock conflict, as the engine's are, rather
+    than telling a moderator the database cannot be reached."""
+
     def __init__(
         self,
         engine: AsyncEngine,
@@ -127,6 +143,7 @@ class Controls:
 
     # ── start ─────────────────────────────────────────────────────────────
 
+    @retry_on_conflict
     async def start(
         self,
         definition_key: str,
@@ -197,6 +214,7 @@ class Controls:
 
     # ── pause / resume / cancel ───────────────────────────────────────────
 
+    @retry_on_conflict
     async def pause(self, run_id: int, *, actor: str | None = None) -> ControlResult:
         if not _names_a_row(run_id):
             return ControlResult(False, f"cannot pause: no such run: {run_id}")
@@ -219,6 +237,7 @@ class Controls:
             return ControlResult(False, "the run is already paused", run_id=run_id)
         return ControlResult(False, f"cannot pause: {explain_run(run, run_id)}", run_id=run_id)
 
+    @retry_on_conflict
     async def resume(self, run_id: int, *, actor: str | None = None) -> ControlResult:
         """``paused -> running``. A run paused after a failed step carries on past it."""
         if not _names_a_row(run_id):
@@ -233,6 +252,7 @@ class Controls:
         self._changed()
         return result
 
+    @retry_on_conflict
     async def cancel(self, run_id: int, *, reason: str, actor: str | None = None) -> ControlResult:
         """Cancel a run in flight: pending steps and parked cues are cancelled; a step being
         carried out is left to finish (nothing can recall a command already sent)."""
@@ -276,6 +296,7 @@ class Controls:
                 False, "the run changed while retrying; nothing was changed, try again", run_id=run_id
             )
 
+    @retry_on_conflict
     async def _retry(self, run_id: int, actor: str | None) -> ControlResult:
         now = self.clock.now()
         async with self.engine.begin() as conn:
@@ -316,11 +337,22 @@ class Controls:
 
     # ── confirm / skip ────────────────────────────────────────────────────
 
+    async def settle_cue(self, step_id: int, verb: str, *, actor: str | None = None) -> ControlResult:
+        """What a cue's button does: confirm or skip, and only a GM cue that was posted (parked,
+        or settled already, which is answered with how). Any other step, a pending one above all,
+        is refused and nothing changes: the step id comes from the button, not from the engine."""
+        if verb not in CUE_VERBS:
+            return ControlResult(False, f"a cue answers {' or '.join(CUE_VERBS)}, not {verb!r}")
+        if verb == "confirm":
+            return await self.confirm(step_id, actor=actor, cue_only=True)
+        return await self.skip(step_id, actor=actor, cue_only=True)
+
+    @retry_on_conflict
     async def confirm(
-        self, step_id: int, *, actor: str | None = None, note: str | None = None
+        self, step_id: int, *, actor: str | None = None, note: str | None = None, cue_only: bool = False
     ) -> ControlResult:
         """Settle a parked cue as done. On a paused run the step is settled but the run does not
-        move until it is resumed."""
+        move until it is resumed. ``cue_only``: refuse a step that is not a GM cue."""
         if not _names_a_row(step_id):
             return ControlResult(False, f"no such step: {step_id}")
         now = self.clock.now()
@@ -329,6 +361,8 @@ class Controls:
             if step is None:
                 return ControlResult(False, f"no such step: {step_id}", step_id=step_id)
             run_id = int(step["run_id"])
+            if cue_only and step["action_id"] != CUE_ACTION:
+                return ControlResult(False, f"step {step_id} is not a GM cue", step_id=step_id)
             if await steps_sql.confirm_parked(conn, step_id, now, actor=actor, note=note):
                 await run_log.write(
                     conn, run_id, "step.confirmed", now, step_id=step_id, actor=actor, detail={"note": note}
@@ -351,10 +385,18 @@ class Controls:
         )
         return ControlResult(True, f"confirmed{suffix}", run_id=run_id, step_id=step_id, cues=(ref,))
 
+    @retry_on_conflict
     async def skip(
-        self, step_id: int, *, actor: str | None = None, note: str | None = None, run_id: int | None = None
+        self,
+        step_id: int,
+        *,
+        actor: str | None = None,
+        note: str | None = None,
+        run_id: int | None = None,
+        cue_only: bool = False,
     ) -> ControlResult:
-        """Skip a pending step or a parked cue (never one being carried out, never a failed one)."""
+        """Skip a pending step or a parked cue (never one being carried out, never a failed one).
+        ``cue_only``: only a GM cue, and only once it was posted (parked)."""
         if not _names_a_row(step_id) or (run_id is not None and not _names_a_row(run_id)):
             return ControlResult(
                 False, f"no such step: {step_id}" + (f" in run {run_id}" if run_id is not None else "")
@@ -369,6 +411,8 @@ class Controls:
                     step_id=step_id,
                 )
             owner_run = int(step["run_id"])
+            if cue_only and step["action_id"] != CUE_ACTION:
+                return ControlResult(False, f"step {step_id} is not a GM cue", step_id=step_id)
             run = await runs_sql.get(conn, owner_run)
             if run is None or run["status"] not in RUN_IN_FLIGHT:
                 ref = CueRef(step_id, owner_run, step["status"], step["result"])
@@ -379,7 +423,9 @@ class Controls:
                     step_id=step_id,
                     cues=(ref,),
                 )
-            if await steps_sql.skip_by_human(conn, step_id, now, actor=actor, note=note):
+            if await steps_sql.skip_by_human(
+                conn, step_id, now, actor=actor, note=note, parked_only=cue_only
+            ):
                 await run_log.write(
                     conn, owner_run, "step.skipped", now, step_id=step_id, actor=actor, detail={"note": note}
                 )

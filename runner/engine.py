@@ -23,6 +23,7 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +37,7 @@ from runner.definitions import EventDefinition, ManualSchedule, PhaseDefinition
 from runner.dispatch import Classified, perform
 from runner.lifecycle import end_run
 from runner.registry import ActionRegistry, Envelope
-from runner.schedule import occurrences
+from runner.schedule import MAX_OCCURRENCES_PER_PASS, occurrences
 from runner.sql import definitions as definitions_sql
 from runner.sql import run_log
 from runner.sql import runs as runs_sql
@@ -94,6 +95,22 @@ class _Abandon(Exception):
     """Roll back the current transaction: a guard found the run changed underneath us."""
 
 
+# Told about a step that answered "wait for a human" (a GM cue) after its run had ended: the
+# run id, the step id, what the action answered (where the cue went) and why it is closed.
+CloseParked = Callable[[int, int, dict[str, Any] | None, str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class _Orphaned:
+    """A parked answer came back for a run that ended meanwhile; the step is cancelled and the
+    message it posted must be closed once the transaction is committed."""
+
+    run_id: int
+    step_id: int
+    output: dict[str, Any] | None
+    reason: str
+
+
 @dataclass
 class _Lease:
     run_id: int
@@ -114,8 +131,10 @@ class Runner:
         owner: str | None = None,
         settings: RunnerSettings | None = None,
         versions: catalog.VersionCache | None = None,
+        close_parked: CloseParked | None = None,
     ) -> None:
         self.engine = engine
+        self.close_parked = close_parked
         self.registry = registry
         self.clock = clock or SystemClock()
         self.owner = owner or default_owner()
@@ -174,6 +193,10 @@ class Runner:
                     conn, run_id, "step.failed", now, step_id=step["id"], detail={"error": steps_sql.GAVE_UP}
                 )
                 await self._apply_on_failure(conn, run_id, step, steps_sql.GAVE_UP, now)
+            elif step["status"] == "cancelled":
+                await run_log.write(
+                    conn, run_id, "step.cancelled", now, step_id=step["id"], detail={"reason": "run ended"}
+                )
             elif step["status"] == "pending":
                 await run_log.write(
                     conn,
@@ -222,10 +245,16 @@ class Runner:
                     published["published_at"], now - dt.timedelta(seconds=self.settings.lookback_seconds)
                 )
                 after = max(row["materialised_until"] or floor, floor)
-                for moment in occurrences(definition, after, until):
+                moments = list(occurrences(definition, after, until))
+                for moment in moments:
                     for scope in definition.run_scopes():
                         if await catalog.create_run(conn, current, scope, moment, now, actor="schedule"):
                             created += 1
+                if len(moments) >= MAX_OCCURRENCES_PER_PASS:
+                    # The pass stopped at its cap, not at ``until``: only what it reached is
+                    # done, and the next pass carries on from there. Recording ``until`` here
+                    # silently dropped every occurrence between the cap and the lookahead.
+                    until = moments[-1]
             await definitions_sql.set_materialised_until(conn, current.definition_id, until)
         return created
 
@@ -507,7 +536,33 @@ class Runner:
         )
         outcome = await perform(self.registry, envelope, step["action_id"])
         attempts = int(step["attempts"]) + 1  # the row was read before our claim counted this one
-        return await self._settle(run, step, attempts, outcome)
+        verdict = await self._settle(run, step, attempts, outcome)
+        if isinstance(verdict, _Orphaned):
+            await self._close_parked(verdict)
+            return _REREAD
+        return verdict
+
+    async def _close_parked(self, orphan: _Orphaned) -> None:
+        """Close what a parked answer posted for a run that had already ended (a cue's buttons).
+        The step is cancelled whatever the front end manages: a failure here is logged only."""
+        ids = {"run_id": orphan.run_id, "step_id": orphan.step_id}
+        if self.close_parked is None:
+            log.warning(
+                "run %s step %s: cancelled after its run ended; nothing closes what it posted",
+                orphan.run_id,
+                orphan.step_id,
+                extra=ids,
+            )
+            return
+        try:
+            await self.close_parked(orphan.run_id, orphan.step_id, orphan.output, orphan.reason)
+        except Exception:
+            log.exception(
+                "run %s step %s: could not close what the step posted",
+                orphan.run_id,
+                orphan.step_id,
+                extra=ids,
+            )
 
     @retry_on_conflict
     async def _claim_step(self, lease: _Lease, step: Any) -> bool:
@@ -533,7 +588,7 @@ class Runner:
         async with self.engine.begin() as conn:
             if outcome.outcome == "done":
                 if not await steps_sql.finish(conn, step_id, self.owner, "done", now, result=outcome.output):
-                    return _REREAD
+                    return await self._settle_refused(conn, run_id, step, outcome, now)
                 detail: dict[str, Any] = {"action": step["action_id"], "attempts": attempts}
                 if outcome.hold_seconds > 0:
                     hold = outcome.hold_seconds
@@ -551,21 +606,22 @@ class Runner:
                 await run_log.write(conn, run_id, "step.done", now, step_id=step_id, detail=detail)
                 return _REREAD if outcome.hold_seconds > 0 else _NEXT
             if outcome.outcome == "parked":
-                if await steps_sql.park(conn, step_id, self.owner, now, result=outcome.output):
-                    await run_log.write(
-                        conn,
-                        run_id,
-                        "step.parked",
-                        now,
-                        step_id=step_id,
-                        detail={"action": step["action_id"]},
-                    )
+                if not await steps_sql.park(conn, step_id, self.owner, now, result=outcome.output):
+                    return await self._settle_refused(conn, run_id, step, outcome, now)
+                await run_log.write(
+                    conn,
+                    run_id,
+                    "step.parked",
+                    now,
+                    step_id=step_id,
+                    detail={"action": step["action_id"]},
+                )
                 return None
             error = outcome.error or "failed"
             if outcome.outcome == "retry" and attempts < self.settings.max_attempts:
                 due = now + dt.timedelta(seconds=self.settings.retry_seconds)
                 if not await steps_sql.reschedule(conn, step_id, self.owner, due, error, now):
-                    return _REREAD
+                    return await self._settle_refused(conn, run_id, step, outcome, now)
                 await run_log.write(
                     conn,
                     run_id,
@@ -581,7 +637,7 @@ class Runner:
             if not await steps_sql.finish(
                 conn, step_id, self.owner, "failed", now, error=error, result=outcome.output
             ):
-                return _REREAD
+                return await self._settle_refused(conn, run_id, step, outcome, now)
             await run_log.write(
                 conn,
                 run_id,
@@ -592,6 +648,31 @@ class Runner:
             )
             stopped = await self._apply_on_failure(conn, run_id, step, error, now)
             return None if stopped else _NEXT
+
+    async def _settle_refused(
+        self, conn: AsyncConnection, run_id: int, step: Any, outcome: Classified, now: dt.datetime
+    ) -> object:
+        """Our settle statement matched nothing: either the step is no longer ours (the reclaim or
+        a human took it) or its run ended while it was out. The second case cancels the step, so
+        it cannot stay ``running`` on a dead run, and hands back what a parked answer posted."""
+        step_id = int(step["id"])
+        if not await steps_sql.cancel_on_ended_run(conn, step_id, self.owner, now, result=outcome.output):
+            return _REREAD
+        current = await runs_sql.get(conn, run_id)
+        status = current["status"] if current is not None else "gone"
+        await run_log.write(
+            conn,
+            run_id,
+            "step.cancelled",
+            now,
+            step_id=step_id,
+            detail={"action": step["action_id"], "outcome": outcome.outcome, "run_status": status},
+        )
+        if outcome.outcome != "parked":
+            return _REREAD
+        why = current["last_error"] if current is not None else None
+        reason = f"the run was {status} while this was being posted" + (f" ({why})" if why else "")
+        return _Orphaned(run_id, step_id, outcome.output, reason)
 
     async def _degrade(self, conn: AsyncConnection, run_id: int, now: dt.datetime, reason: str) -> None:
         if await runs_sql.degrade(conn, run_id, now):

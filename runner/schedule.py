@@ -32,9 +32,13 @@ def occurrences(definition: EventDefinition, after: dt.datetime, until: dt.datet
     if isinstance(schedule, CronSchedule):
         zone = zoneinfo.ZoneInfo(schedule.timezone)
         start = after.replace(tzinfo=dt.UTC).astimezone(zone)
-        for count, local in enumerate(CronSim(schedule.cron, start)):
+        # Only yielded moments count towards the cap: the engine reads "as many as the cap" as
+        # "stopped early, carry on from the last one next pass".
+        count = 0
+        for local in CronSim(schedule.cron, start):
             moment = to_naive_utc(local)
             if moment > until or count >= MAX_OCCURRENCES_PER_PASS:
                 return
             if moment > after:
+                count += 1
                 yield moment

@@ -74,7 +74,10 @@ async def claim_start(
             claim_expires_at=lease_until,
             started_at=sa.func.coalesce(runs.c.started_at, now),
             concurrency_slot=runs.c.concurrency_key,
+            # A run that waited on a concurrency key carries "waiting: ... held by run N" in
+            # last_error; once it starts, that is history (the run log keeps it), not its state.
             blocked_by=None,
+            last_error=None,
             updated_at=now,
         )
     )

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
-from runner.schema import runs, steps
+from runner.schema import RUN_IN_FLIGHT, runs, steps
 
 Row = sa.RowMapping
 
@@ -26,6 +26,29 @@ GAVE_UP = "gave up after repeated interruptions"
 
 _parked = sa.and_(steps.c.status == "running", steps.c.claim_expires_at.is_(None))
 _stale = sa.and_(steps.c.status == "running", steps.c.claim_expires_at.is_not(None))
+
+# The statuses a run may have while its steps are settled. A run that ended (cancelled, failed,
+# missed) while one of its steps was out being dispatched must not get that step parked or
+# settled as if nothing happened: that left a live cue, and a ``running`` step, on a dead run.
+RUN_SETTLES_STEPS = ("running", "paused")
+
+
+def _run_is(statuses: Sequence[str]) -> sa.ColumnElement[bool]:
+    """The step's own run is in ``statuses`` (correlated on ``steps.run_id``)."""
+    return (
+        sa.select(sa.literal(1))
+        .where(runs.c.id == steps.c.run_id, runs.c.status.in_(statuses))
+        .correlate(steps)
+        .exists()
+    )
+
+
+_run_settles = _run_is(RUN_SETTLES_STEPS)
+# A human may settle a step of any run that has not ended (a pending step of a run not yet
+# started may be skipped), never one of a run that has.
+_run_not_ended = _run_is(RUN_IN_FLIGHT)
+# The statuses ``lifecycle.end_run`` moves a run to: it cancels every open step but a leased one.
+_run_ended_early = _run_is(("cancelled", "failed", "missed"))
 
 
 def new_idempotency_key() -> str:
@@ -128,13 +151,18 @@ async def claim(
     return result.rowcount == 1
 
 
-def _ours(step_id: int, owner: str) -> sa.ColumnElement[bool]:
+def _leased_by(step_id: int, owner: str) -> sa.ColumnElement[bool]:
     return sa.and_(
         steps.c.id == step_id,
         steps.c.status == "running",
         steps.c.claimed_by == owner,
         steps.c.claim_expires_at.is_not(None),
     )
+
+
+def _ours(step_id: int, owner: str) -> sa.ColumnElement[bool]:
+    """We hold the step's lease and its run may still have steps settled."""
+    return sa.and_(_leased_by(step_id, owner), _run_settles)
 
 
 async def finish(
@@ -170,6 +198,26 @@ async def park(
     if result is not None:
         values["result"] = result
     outcome = await conn.execute(sa.update(steps).where(_ours(step_id, owner)).values(**values))
+    return outcome.rowcount == 1
+
+
+async def cancel_on_ended_run(
+    conn: AsyncConnection, step_id: int, owner: str, now: dt.datetime, *, result: Any = None
+) -> bool:
+    """A step we hold the lease of, whose run ended while it was dispatched: ``cancelled``.
+    True only when that is what happened (not when we lost the lease, or the run lives on)."""
+    values: dict[str, Any] = {
+        "status": "cancelled",
+        "claimed_by": None,
+        "claim_expires_at": None,
+        "finished_at": now,
+        "updated_at": now,
+    }
+    if result is not None:
+        values["result"] = result
+    outcome = await conn.execute(
+        sa.update(steps).where(_leased_by(step_id, owner), ~_run_settles).values(**values)
+    )
     return outcome.rowcount == 1
 
 
@@ -246,6 +294,7 @@ async def stale(conn: AsyncConnection, now: dt.datetime) -> Sequence[Row]:
 class Reclaimed:
     failed: int
     reclaimed: int
+    cancelled: int = 0
 
 
 async def reclaim_stale(
@@ -262,6 +311,13 @@ async def reclaim_stale(
         if not step_ids:
             return Reclaimed(0, 0)
         scope.append(steps.c.id.in_(step_ids))
+    # A step whose run was ended (cancelled, failed, missed) while its runner was away has
+    # nothing to go back to: handing it back would leave it pending on a dead run for ever.
+    orphaned = await conn.execute(
+        sa.update(steps)
+        .where(*scope, _run_ended_early)
+        .values(status="cancelled", finished_at=now, claimed_by=None, claim_expires_at=None, updated_at=now)
+    )
     gave_up = await conn.execute(
         sa.update(steps)
         .where(*scope, steps.c.attempts >= max_attempts)
@@ -279,7 +335,7 @@ async def reclaim_stale(
         .where(*scope)
         .values(status="pending", claimed_by=None, claim_expires_at=None, updated_at=now)
     )
-    return Reclaimed(failed=gave_up.rowcount, reclaimed=handed_back.rowcount)
+    return Reclaimed(failed=gave_up.rowcount, reclaimed=handed_back.rowcount, cancelled=orphaned.rowcount)
 
 
 async def confirm_parked(
@@ -291,11 +347,18 @@ async def confirm_parked(
 
 
 async def skip_by_human(
-    conn: AsyncConnection, step_id: int, now: dt.datetime, *, actor: str | None, note: str | None
+    conn: AsyncConnection,
+    step_id: int,
+    now: dt.datetime,
+    *,
+    actor: str | None,
+    note: str | None,
+    parked_only: bool = False,
 ) -> bool:
     """A pending step or a parked cue; never a leased one, never a failed one (resume carries a
-    phase past a failed step)."""
-    guard = sa.or_(steps.c.status == "pending", _parked)
+    phase past a failed step). ``parked_only``: a cue's own Skip button, which may only answer
+    the cue it was posted with, never skip a step that has not been reached."""
+    guard = _parked if parked_only else sa.or_(steps.c.status == "pending", _parked)
     return await _settle_by_human(conn, step_id, guard, "skipped", now, actor, note)
 
 
@@ -310,7 +373,7 @@ async def _settle_by_human(
 ) -> bool:
     outcome = await conn.execute(
         sa.update(steps)
-        .where(steps.c.id == step_id, guard)
+        .where(steps.c.id == step_id, guard, _run_not_ended)
         .values(
             status=status,
             finished_at=now,

@@ -1,0 +1,292 @@
+"""Regression tests for the runner's state-machine defects of issue 8 (defects 1, 2, 14, 16).
+
+Each test is named for the defect it pins and runs on both backends (the ``engine`` fixture).
+Its docstring says what happened before the fix and what must happen now.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from actions.delivery import Cue, Posted, RecordingDelivery, cue_closer
+from actions.messaging import cue_action
+from runner import views
+from runner.engine import Runner
+from runner.schedule import MAX_OCCURRENCES_PER_PASS
+from runner.schema import definitions, runs
+from tests.support.world import T0, World, later, phase, step
+
+MINUTE = dt.timedelta(minutes=1)
+
+
+async def scheduled_runs(world: World) -> list[sa.Row[Any]]:
+    async with world.engine.connect() as conn:
+        query = sa.select(runs.c.scheduled_for, runs.c.status).order_by(runs.c.scheduled_for)
+        return list((await conn.execute(query)).all())
+
+
+async def materialised_until(world: World) -> dt.datetime | None:
+    async with world.engine.connect() as conn:
+        return (await conn.execute(sa.select(definitions.c.materialised_until))).scalar()
+
+
+async def publish_cron(world: World, cron: str) -> None:
+    world.register(world.scripted.action("test.noop"))
+    await world.publish(
+        {
+            "key": "often",
+            "title": "Often",
+            "schedule": {"cron": cron, "timezone": "UTC"},
+            "grace_seconds": 120,
+            "phases": [phase("main", step("test.noop"))],
+        }
+    )
+
+
+# ── Defect 1: silent loss of scheduled occurrences ───────────────────────────
+
+
+async def test_defect_01_a_15_minute_cron_ticked_for_48_hours_runs_all_192_occurrences(world: World) -> None:
+    """Before: one materialise pass created at most 50 occurrences but recorded the whole 24 h
+    lookahead as materialised, so a cron every 15 minutes ticked every 5 minutes for 48 h made
+    146 runs instead of 192, with an 11 h 45 min gap nobody was told about. Now every occurrence
+    becomes a run (and, ticked on time, completes)."""
+    await publish_cron(world, "*/15 * * * *")
+    end = T0 + dt.timedelta(hours=48)
+    moment = T0
+    while moment <= end:
+        await world.tick(moment)
+        moment += 5 * MINUTE
+
+    due = [row for row in await scheduled_runs(world) if row.scheduled_for <= end]
+    expected = [T0 + k * 15 * MINUTE for k in range(1, 48 * 4 + 1)]
+    assert [row.scheduled_for for row in due] == expected, "no occurrence may be dropped"
+    assert {row.status for row in due} == {"completed"}
+
+
+async def test_defect_01_an_every_minute_cron_keeps_running_after_its_first_50(world: World) -> None:
+    """Before: an every-minute cron produced 50 runs, then nothing for about 23 h, because the
+    bookkeeping jumped to the end of the lookahead. Now ``materialised_until`` only advances to
+    the last occurrence actually created; the rest is picked up on the next pass, so each minute
+    of two hours has its run."""
+    await publish_cron(world, "* * * * *")
+    await world.tick(T0)
+    assert await materialised_until(world) == T0 + MAX_OCCURRENCES_PER_PASS * MINUTE, (
+        "a pass stopped by its cap records only as far as it reached"
+    )
+    for minute in range(1, 121):
+        await world.tick(T0 + minute * MINUTE)
+
+    done = [row for row in await scheduled_runs(world) if row.scheduled_for <= T0 + 120 * MINUTE]
+    assert [row.scheduled_for for row in done] == [T0 + k * MINUTE for k in range(1, 121)]
+    assert {row.status for row in done} == {"completed"}
+    ahead = await materialised_until(world)
+    assert ahead is not None and ahead >= T0 + 120 * MINUTE + dt.timedelta(hours=12), (
+        "caught up: at least half the lookahead is worked out ahead, as for any definition"
+    )
+
+
+# ── Defect 2: cancel while a cue is being posted ─────────────────────────────
+
+
+@dataclass
+class CancellingDelivery(RecordingDelivery):
+    """Posts the cue, but a moderator's ``/event cancel`` lands while it is being posted."""
+
+    world: World | None = None
+    cancels: list[Any] = field(default_factory=list)
+
+    async def post_cue(self, cue: Cue) -> Posted:
+        assert self.world is not None
+        self.cancels.append(await self.world.controls.cancel(cue.run_id, reason="wrong world", actor="mod"))
+        return await super().post_cue(cue)
+
+
+def with_real_cue(world: World, delivery: RecordingDelivery) -> None:
+    """The real ``gm.cue`` action on ``delivery``, and a runner wired to close cues through it,
+    as ``bot.services.assemble`` wires the bot's."""
+    world.runner = Runner(
+        world.engine,
+        world.registry,
+        clock=world.clock,
+        owner="host:test",
+        versions=world.runner.versions,
+        close_parked=cue_closer(delivery),
+    )
+    world.register(cue_action(delivery, views.step_describer(world.engine, world.runner.versions)))
+
+
+async def test_defect_02_cancel_during_cue_post_closes_the_cue(world: World) -> None:
+    """Before: a cancel pressed while a ``gm.cue`` was being posted answered "cancelled" and
+    closed no cue; the tick then parked the cue on the cancelled run (live buttons, step
+    ``running`` on a terminal run) and a GM's Confirm was answered "confirmed" (step ``done``).
+    Now the park is refused because the run ended: the step is cancelled, the posted cue is
+    closed with the reason, and Confirm / Skip answer "the run was cancelled" and change
+    nothing."""
+    delivery = CancellingDelivery(world=world)
+    with_real_cue(world, delivery)
+    world.register(world.scripted.action("test.after"))
+    run_id = await world.seed_run(
+        [phase("main", step("gm.cue", {"instructions": "Open the gates"}), step("test.after"))]
+    )
+
+    await world.tick(T0)
+    (cancelled,) = delivery.cancels
+    assert cancelled.ok and cancelled.cues == (), "nothing was parked yet when the cancel landed"
+    assert len(delivery.cues()) == 1, "the cue did go out"
+    cue, after = await world.steps_of(run_id)
+    assert (await world.run(run_id))["status"] == "cancelled"
+    assert cue["status"] == "cancelled", "no step parks on a run that ended"
+    assert cue["claim_expires_at"] is None and cue["claimed_by"] is None
+    assert cue["result"]["posted"]["message_id"] == delivery.sent[0].posted.message_id
+    assert after["status"] == "cancelled"
+    ((closed_step, closed_at, reason),) = delivery.closed
+    assert (closed_step, closed_at) == (cue["id"], delivery.sent[0].posted)
+    assert reason.startswith("the run was cancelled while this was being posted")
+    assert "wrong world" in reason, "the cue says why it is closed"
+    assert "step.parked" not in await world.kinds(run_id)
+    assert "step.cancelled" in await world.kinds(run_id)
+
+    for verb in ("confirm", "skip"):
+        refused = await world.controls.settle_cue(cue["id"], verb, actor="gm")
+        assert not refused.ok, verb
+        assert "the run was cancelled" in refused.message
+    assert (await world.steps_of(run_id))[0]["status"] == "cancelled", "a refused press changes nothing"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"ok": True},
+        {"ok": False, "retry": True, "error": "503"},
+        {"ok": False, "retry": False, "error": "no"},
+    ],
+    ids=["done", "retry", "failed"],
+)
+async def test_defect_02_a_step_out_when_its_run_was_cancelled_settles_cancelled(
+    world: World, answer: dict[str, Any]
+) -> None:
+    """Before: a leased step whose run was cancelled meanwhile was settled as if the run lived
+    on (``done``, ``failed``, or back to ``pending`` for a retry) on a terminal run. Now, when
+    its dispatch comes back, it is ``cancelled``, lease cleared, and nothing else happens."""
+
+    async def cancel_then_answer(envelope: Any, params: Any) -> dict[str, Any]:
+        assert (await world.controls.cancel(envelope.run_id, reason="stop", actor="mod")).ok
+        return answer
+
+    world.register(world.scripted.action("test.slow", perform=cancel_then_answer))
+    run_id = await world.seed_run([phase("main", step("test.slow", on_failure="pause"))])
+    await world.tick(T0)
+    (only,) = await world.steps_of(run_id)
+    assert (only["status"], only["claim_expires_at"], only["claimed_by"]) == ("cancelled", None, None)
+    run = await world.run(run_id)
+    assert run["status"] == "cancelled"
+    assert run["health"] == "ok", "a cancelled run is not degraded by what came back after it"
+    await world.tick(later(60_000))
+    assert (await world.steps_of(run_id))[0]["status"] == "cancelled"
+
+
+async def test_defect_02_a_confirm_of_a_cue_left_parked_on_an_ended_run_changes_nothing(world: World) -> None:
+    """Before: confirm's statement checked only the step, so a cue parked on a run that had
+    ended (as the race above left them) was confirmed and its step went ``done``. Now confirm
+    and skip check the run as the step claim does: refused, "the run was cancelled"."""
+    world.register(world.scripted.action("gm.cue"))
+    world.scripted["gm.cue"].answer = {"ok": True, "await": "human"}
+    run_id = await world.seed_run([phase("main", step("gm.cue"))])
+    await world.tick(T0)
+    (cue,) = await world.steps_of(run_id)
+    assert cue["status"] == "running" and cue["claim_expires_at"] is None
+    await world.set_run(run_id, status="cancelled")
+
+    for refused in (
+        await world.controls.confirm(cue["id"], actor="gm"),
+        await world.controls.skip(cue["id"], actor="gm"),
+    ):
+        assert not refused.ok
+        assert "the run was cancelled" in refused.message
+    assert (await world.steps_of(run_id))[0]["status"] == "running", "nothing changed"
+
+
+async def test_defect_02_a_cue_posted_while_its_run_was_paused_still_parks(world: World) -> None:
+    """The guard takes only ended runs: a pause pressed while a cue is being posted leaves the
+    cue parked (a GM may confirm it; the run carries on when resumed), as before."""
+
+    async def pause_then_park(envelope: Any, params: Any) -> dict[str, Any]:
+        assert (await world.controls.pause(envelope.run_id, actor="mod")).ok
+        return {"ok": True, "await": "human"}
+
+    world.register(world.scripted.action("gm.cue", perform=pause_then_park))
+    run_id = await world.seed_run([phase("main", step("gm.cue"))])
+    await world.tick(T0)
+    (cue,) = await world.steps_of(run_id)
+    assert (cue["status"], cue["claim_expires_at"]) == ("running", None)
+    confirmed = await world.controls.confirm(cue["id"], actor="gm")
+    assert confirmed.ok and "paused" in confirmed.message
+
+
+# ── Defect 14: a completed run still says it is waiting on a concurrency key ──
+
+
+async def test_defect_14_a_run_that_waited_on_a_concurrency_key_forgets_the_wait_once_started(
+    world: World,
+) -> None:
+    """Before: a run blocked on a held key kept "waiting: concurrency key … is held by run 1" in
+    ``last_error`` through to ``completed``, so ``runs`` and status said it was still waiting.
+    Now starting clears ``last_error`` and ``blocked_by`` (the run log keeps the history)."""
+    world.register(world.scripted.action("test.noop"), world.scripted.action("test.cue"))
+    world.scripted["test.cue"].answer = {"ok": True, "await": "human"}
+    holder = await world.seed_run([phase("main", step("test.cue"))], concurrency_key="k")
+    waiting = await world.seed_run([phase("main", step("test.noop"))], concurrency_key="k")
+    await world.tick(T0)
+    blocked = await world.run(waiting)
+    assert blocked["last_error"] == f"waiting: concurrency key 'k' is held by run {holder}"
+    assert blocked["blocked_by"] == holder
+
+    cue = (await world.steps_of(holder))[0]
+    assert (await world.controls.confirm(cue["id"], actor="gm")).ok
+    await world.tick(later(1000))
+    await world.tick(later(2000))
+    done = await world.run(waiting)
+    assert done["status"] == "completed"
+    assert done["last_error"] is None
+    assert done["blocked_by"] is None
+    assert "run.blocked" in await world.kinds(waiting), "the history still says it waited"
+
+
+# ── Defect 16: cue buttons act on any step id ────────────────────────────────
+
+
+async def test_defect_16_a_cue_button_refuses_a_step_that_is_not_a_posted_cue(world: World) -> None:
+    """Before: the Skip button handed whatever step id its custom id named to ``skip``, so a
+    forged ``cue:<id>:skip`` skipped a pending announcement. Now ``settle_cue`` acts only on a
+    ``gm.cue`` step that was posted: a pending announcement, a pending cue and a parked step of
+    another action are refused, and nothing changes."""
+    world.register(
+        world.scripted.action("gm.cue"), world.scripted.action("test.park"), world.scripted.action("test.say")
+    )
+    world.scripted["gm.cue"].answer = {"ok": True, "await": "human"}
+    world.scripted["test.park"].answer = {"ok": True, "await": "human"}
+    cued = await world.seed_run([phase("main", step("gm.cue"), step("test.say"), step("gm.cue"))])
+    other = await world.seed_run([phase("main", step("test.park"))])
+    await world.tick(T0)
+    cue, announce, later_cue = await world.steps_of(cued)
+    (parked_other,) = await world.steps_of(other)
+    assert cue["status"] == parked_other["status"] == "running"
+
+    for step_id in (announce["id"], later_cue["id"], parked_other["id"]):
+        for verb in ("skip", "confirm"):
+            refused = await world.controls.settle_cue(step_id, verb, actor="gm")
+            assert not refused.ok, (step_id, verb)
+    assert not (await world.controls.settle_cue(cue["id"], "delete", actor="gm")).ok
+    assert [s["status"] for s in await world.steps_of(cued)] == ["running", "pending", "pending"]
+    assert (await world.steps_of(other))[0]["status"] == "running"
+    assert "step.skipped" not in await world.kinds(cued)
+
+    assert (await world.controls.settle_cue(cue["id"], "skip", actor="gm")).ok, "the posted cue itself may"
+    again = await world.controls.settle_cue(cue["id"], "confirm", actor="gm")
+    assert not again.ok and again.message == "already skipped by gm", "an earlier cue is told what happened"
