@@ -14,6 +14,8 @@ import logging
 import discord
 from discord import app_commands
 
+from actions import limits
+from bot.rendering import clip
 from runner.errors import UserFacingError
 from runner.loop import DATABASE_ERRORS
 
@@ -53,36 +55,50 @@ def _unwrap(error: BaseException) -> BaseException:
 
 
 async def reply_to_error(interaction: discord.Interaction, error: BaseException) -> None:
-    """Answer the member, ephemerally, and log what needs a developer's eyes."""
-    original = _unwrap(error)
-    message = user_message(original)
-    extra = {
-        "interaction_id": interaction.id,
-        "guild_id": interaction.guild_id,
-        "user_id": interaction.user.id if interaction.user else None,
-        "command": interaction.command.qualified_name if interaction.command else None,
-    }
-    if message is None:
-        log.error(
-            "unexpected error handling interaction %s (%s)",
-            interaction.id,
-            extra["command"] or (interaction.data or {}).get("custom_id"),
-            exc_info=original,
-            extra=extra,
-        )
+    """Answer the member, ephemerally, and log what needs a developer's eyes.
+
+    It never raises: it is the last code between an error and the member, and an error escaping
+    it would reach discord.py's own handlers, which tell the member nothing."""
+    try:
+        original = _unwrap(error)
+        message = user_message(original)
+        if message is None:
+            command = interaction.command.qualified_name if interaction.command else None
+            log.error(
+                "unexpected error handling interaction %s (%s)",
+                interaction.id,
+                command or (interaction.data or {}).get("custom_id"),
+                exc_info=original,
+                extra={
+                    "interaction_id": interaction.id,
+                    "guild_id": interaction.guild_id,
+                    "user_id": interaction.user.id if interaction.user else None,
+                    "command": command,
+                },
+            )
+            message = APOLOGY
+        elif isinstance(original, DATABASE_ERRORS):
+            log.warning("database unreachable while handling interaction %s: %s", interaction.id, original)
+    except Exception:
+        log.exception("the error boundary failed on interaction %s", getattr(interaction, "id", None))
         message = APOLOGY
-    elif isinstance(original, DATABASE_ERRORS):
-        log.warning("database unreachable while handling interaction %s: %s", interaction.id, original)
     await send_ephemeral(interaction, message)
 
 
 async def send_ephemeral(interaction: discord.Interaction, message: str) -> None:
-    """Reply ephemerally whether or not the interaction was answered (or deferred) already."""
+    """Reply ephemerally whether or not the interaction was answered (or deferred) already.
+
+    The text is fitted to Discord's 2,000 characters (an error may quote what the member typed,
+    up to 6,000 characters), and nothing raises: an interaction that expired, or was answered
+    in the meantime, is logged, since nobody is left to tell."""
+    text = clip(str(message), limits.CONTENT_MAX) if str(message).strip() else APOLOGY
     try:
-        if interaction.response.is_done():
-            await interaction.followup.send(message, ephemeral=True)
-        else:
-            await interaction.response.send_message(message, ephemeral=True)
-    except discord.HTTPException as exc:
-        # The interaction expired or Discord is down: nobody is left to tell.
-        log.warning("could not answer interaction %s: %s", interaction.id, exc)
+        if not interaction.response.is_done():
+            try:
+                await interaction.response.send_message(text, ephemeral=True)
+                return
+            except discord.InteractionResponded:
+                pass  # answered between the check and the send: a followup still reaches them
+        await interaction.followup.send(text, ephemeral=True)
+    except Exception as exc:
+        log.warning("could not answer interaction %s: %s", getattr(interaction, "id", None), exc)

@@ -50,6 +50,46 @@ def clip(text: str, size: int) -> str:
     return text if len(text) <= size else text[: max(size - 1, 0)] + "…"
 
 
+def fit_list(
+    head: str,
+    items: Sequence[str],
+    size: int = limits.CONTENT_MAX,
+    *,
+    sep: str = ", ",
+    tail: str = "",
+    item_max: int | None = None,
+) -> str:
+    """``head``, the items joined by ``sep``, then ``tail``, within ``size`` characters.
+
+    The bot's one way to fit a list into a Discord limit: what does not fit is counted
+    ("… and 480 more"), never cut off silently or mid-item. When the whole list does not fit,
+    each item is first clipped to ``item_max``, so one long item cannot crowd out the rest."""
+    whole = head + sep.join(items) + tail
+    if len(whole) <= size:
+        return whole
+    if item_max is not None:
+        items = [clip(item, item_max) for item in items]
+    shown: list[str] = []
+    used = len(head) + len(tail)
+    for index, item in enumerate(items):
+        grown = used + len(item) + (len(sep) if shown else 0)
+        # Room must be left for the count of what would still be left out after this item.
+        if grown + len(_more(len(items) - index - 1, sep, after_items=True)) > size:
+            break
+        shown.append(item)
+        used = grown
+    more = _more(len(items) - len(shown), sep, after_items=bool(shown))
+    return clip(head + sep.join(shown) + more + tail, size)
+
+
+def _more(left: int, sep: str, *, after_items: bool) -> str:
+    if left == 0:
+        return ""
+    if not after_items:
+        return f"{left} (too long to list)"
+    return ("\n" if "\n" in sep else " ") + f"… and {left} more"
+
+
 def timestamp(moment: dt.datetime, style: str = "R") -> str:
     """A Discord timestamp (``<t:…:R>``): every member sees it in their own time zone."""
     return discord.utils.format_dt(as_utc(moment), style)  # type: ignore[arg-type]
@@ -83,20 +123,9 @@ def _step_line(step: StepView) -> str:
 
 def _field_value(lines: Sequence[str], size: int = limits.EMBED_FIELD_VALUE_MAX) -> str:
     """Lines joined within ``size`` characters; what does not fit is counted, not cut mid-line."""
-    whole = "\n".join(lines)
-    if len(whole) <= size:
-        return whole or "—"
-    reserve = 24  # "\n… and 9999 more"
-    out: list[str] = []
-    used = 0
-    for line in lines:
-        line = clip(line, size - reserve)
-        if used + len(line) + 1 > size - reserve:
-            break
-        out.append(line)
-        used += len(line) + 1
-    out.append(f"… and {len(lines) - len(out)} more")
-    return "\n".join(out)
+    if not lines:
+        return "—"
+    return fit_list("", lines, size, sep="\n", item_max=size - 24)
 
 
 def status_embed(run: RunView) -> discord.Embed:
@@ -116,6 +145,11 @@ def status_embed(run: RunView) -> discord.Embed:
         lines.append(f"Ended {timestamp(run.ended_at)}")
     if run.last_error:
         lines.append(f"Last error: {clip(run.last_error, 500)}")
+    if run.unreadable:
+        lines.append(
+            f"⚠️ Its definition (version id {run.version_id}) cannot be read: {clip(run.unreadable, 500)}. "
+            "The runner leaves this run alone; cancel it, and start the event again once it is republished."
+        )
     embed = discord.Embed(
         title=title, description="\n".join(lines), colour=STATUS_COLOURS.get(run.status, 0x95A5A6)
     )
@@ -147,29 +181,33 @@ def fit(embed: discord.Embed) -> discord.Embed:
     return embed
 
 
-def runs_embed(runs: Sequence[RunSummary], title: str = "Runs in flight") -> discord.Embed:
-    lines = [
+def _run_line(r: RunSummary) -> str:
+    return (
         f"`{r.id}` {clip(r.title, 60)}{' (' + clip(r.scope, 40) + ')' if r.scope else ''} — "
         f"{r.status}{', ' + r.health if r.health != 'ok' else ''}{' · ' + REHEARSAL_MARK if r.rehearsal else ''}"
-        for r in runs
-    ]
-    embed = discord.Embed(title=title, description=_field_value(lines, limits.EMBED_DESCRIPTION_MAX))
-    if not runs:
-        embed.description = "Nothing is in flight."
-    return embed
+        + (" · ⚠️ definition unreadable" if r.unreadable else "")
+    )
+
+
+def runs_embed(runs: Sequence[RunSummary], title: str = "Runs in flight") -> discord.Embed:
+    description = _field_value([_run_line(r) for r in runs], limits.EMBED_DESCRIPTION_MAX)
+    return discord.Embed(title=title, description=description if runs else "Nothing is in flight.")
+
+
+def _definition_line(d: DefinitionSummary) -> str:
+    if d.unreadable:
+        return f"`{d.key}` {clip(d.title, 60)} — v{d.version}, ⚠️ unreadable: {clip(d.unreadable, 300)}"
+    return f"`{d.key}` {clip(d.title, 60)} — v{d.version}, {clip(d.schedule, 60)}" + (
+        f", scopes: {fit_list('', d.scopes, 80, item_max=40)}" if d.scopes else ""
+    )
 
 
 def list_embed(definitions: Sequence[DefinitionSummary], runs: Sequence[RunSummary]) -> discord.Embed:
-    embed = runs_embed(runs)
-    embed.title = "Events"
-    lines = [
-        f"`{d.key}` {clip(d.title, 60)} — v{d.version}, {clip(d.schedule, 60)}"
-        + (f", scopes: {clip(', '.join(d.scopes), 80)}" if d.scopes else "")
-        for d in definitions
-    ]
-    embed.insert_field_at(0, name="Published", value=_field_value(lines) if lines else "None yet.")
-    embed.add_field(name="In flight", value=embed.description or "—", inline=False)
-    embed.description = None
+    embed = discord.Embed(title="Events")
+    lines = [_definition_line(d) for d in definitions]
+    embed.add_field(name="Published", value=_field_value(lines) if lines else "None yet.")
+    in_flight = _field_value([_run_line(r) for r in runs]) if runs else "Nothing is in flight."
+    embed.add_field(name="In flight", value=in_flight, inline=False)
     return fit(embed)
 
 
@@ -199,6 +237,10 @@ def _step_label(run: RunView | None, step_id: Any) -> str:
             if step.id == step_id:
                 return f"step {step_id} ({clip(step.label, 80)})"
     return f"step {step_id}"
+
+
+# The run-log kinds ``log_line`` can word; every other kind is history staff need not be told.
+LOGGED_KINDS = frozenset({"run.status", "run.blocked", "run.degraded"})
 
 
 def log_line(entry: dict[str, Any], run: RunView | None) -> str | None:

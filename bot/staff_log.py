@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.config import Config
 from bot.errors import DATABASE_ERRORS
-from bot.rendering import batch_lines, log_line
+from bot.rendering import LOGGED_KINDS, batch_lines, log_line
 from bot.ticker import WakeableLoop
 from runner.catalog import VersionCache
 from runner.views import RunView, latest_log_id, log_after, run_view
@@ -51,6 +51,8 @@ class StaffLog:
         self.engine = engine
         self.versions = versions
         self.cursor: int | None = None
+        # Runs whose failure to render was logged already (once each, not on every pass).
+        self._failed_runs: set[int] = set()
         self.loop = WakeableLoop(
             self.post_new, interval=interval, name="eventbot-staff-log", before=self._ready
         )
@@ -101,7 +103,11 @@ class StaffLog:
             # Not this process's guild (or the channel is gone): another process posts, or no one.
             self.cursor = int(entries[-1]["id"])
             return interval
-        lines = await self._lines(entries)
+        try:
+            lines = await self._lines(entries)
+        except DATABASE_ERRORS as exc:
+            log.debug("staff log: database unreachable: %s", exc)
+            return interval
         for text in batch_lines(lines):
             try:
                 await channel.send(text, allowed_mentions=NO_MENTIONS)  # type: ignore[union-attr]
@@ -113,13 +119,39 @@ class StaffLog:
         return 0.0 if len(entries) >= 100 else interval
 
     async def _lines(self, entries: list[dict[str, Any]]) -> list[str]:
+        """One line per entry staff should see. One run that cannot be read or rendered costs
+        only its own detail (its lines name it by id), logged once, never the other runs' lines:
+        the cursor must move past it, or nothing would ever be posted again."""
         runs: dict[int, RunView | None] = {}
         lines = []
         for entry in entries:
+            if entry["kind"] not in LOGGED_KINDS:
+                continue  # not worth reading its run for (a 500-scope start writes 500 of these)
             run_id = int(entry["run_id"])
             if run_id not in runs:
-                runs[run_id] = await run_view(self.engine, run_id, self.versions)
-            line = log_line(entry, runs[run_id])
+                runs[run_id] = await self._run(run_id)
+            try:
+                line = log_line(entry, runs[run_id])
+            except Exception:
+                self._log_once(
+                    run_id, "staff log: cannot render log line %s of run %s", entry.get("id"), run_id
+                )
+                line = log_line(entry, None)
             if line is not None:
                 lines.append(line)
         return lines
+
+    async def _run(self, run_id: int) -> RunView | None:
+        try:
+            return await run_view(self.engine, run_id, self.versions)
+        except DATABASE_ERRORS:
+            raise
+        except Exception:
+            self._log_once(run_id, "staff log: cannot read run %s; its lines name it by id only", run_id)
+            return None
+
+    def _log_once(self, run_id: int, message: str, *args: object) -> None:
+        if run_id in self._failed_runs:
+            return
+        self._failed_runs.add(run_id)
+        log.exception(message, *args, extra={"run_id": run_id})

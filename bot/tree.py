@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import discord
 from discord import app_commands
 
-from bot.errors import reply_to_error
+from bot.errors import reply_to_error, send_ephemeral
 from bot.permissions import refusal
 
 if TYPE_CHECKING:
@@ -45,9 +45,13 @@ class GuardedTree(app_commands.CommandTree):
             extra={"user_id": interaction.user.id, "guild_id": interaction.guild_id},
         )
         if interaction.type is discord.InteractionType.autocomplete:
-            await interaction.response.autocomplete([])
+            try:
+                await interaction.response.autocomplete([])
+            except discord.HTTPException as exc:
+                log.debug("could not answer autocomplete %s: %s", interaction.id, exc)
         else:
-            await interaction.response.send_message(reason, ephemeral=True)
+            # The reason lists the roles that may: fitted like every other reply.
+            await send_ephemeral(interaction, reason)
         return False
 
     async def on_error(

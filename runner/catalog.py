@@ -8,17 +8,22 @@ transaction, so a run never exists without the steps it starts with.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import dataclass
+from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import definitions as defs
 from runner.definitions import REHEARSAL_KEY_PREFIX, EventDefinition
-from runner.errors import UnknownDefinition
+from runner.errors import UnknownDefinition, UnreadableDefinition
 from runner.sql import definitions as definitions_sql
 from runner.sql import run_log
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -86,20 +91,54 @@ async def publish(
 
 class VersionCache:
     """Parsed definitions by version id. Versions are immutable, so caching them is safe in any
-    number of processes."""
+    number of processes.
+
+    A stored version today's rules refuse (written under older rules, or edited by hand) raises
+    ``UnreadableDefinition`` with the reason, and is logged once per process. It is not cached:
+    a row repaired by hand is read again at the next use."""
 
     def __init__(self) -> None:
         self._by_version: dict[int, EventDefinition] = {}
+        self._logged: dict[int, str] = {}
 
     async def get(self, conn: AsyncConnection, version_id: int) -> EventDefinition:
         cached = self._by_version.get(version_id)
-        if cached is None:
-            row = await definitions_sql.version(conn, version_id)
-            if row is None:
-                raise LookupError(f"version {version_id} does not exist")
-            cached = defs.from_spec(row["spec"])
-            self._by_version[version_id] = cached
+        if cached is not None:
+            return cached
+        row = await definitions_sql.version(conn, version_id)
+        if row is None:
+            raise LookupError(f"version {version_id} does not exist")
+        spec = row["spec"]
+        try:
+            cached = defs.from_spec(spec)
+        except (ValueError, TypeError) as exc:
+            raise self._unreadable(version_id, row, spec, exc) from None
+        self._by_version[version_id] = cached
         return cached
+
+    def _unreadable(self, version_id: int, row: Any, spec: Any, exc: Exception) -> UnreadableDefinition:
+        key = spec.get("key") if isinstance(spec, dict) and isinstance(spec.get("key"), str) else None
+        error = UnreadableDefinition(
+            version_id, _reason(exc), key=key and key[:64], version=int(row["version"])
+        )
+        if self._logged.get(version_id) != error.reason:
+            self._logged[version_id] = error.reason
+            log.warning("%s (version id %s)", error.message, version_id, extra={"version_id": version_id})
+        return error
+
+
+def _reason(exc: Exception) -> str:
+    """Where and why, in one short line: the first few of pydantic's errors, located."""
+    if isinstance(exc, ValidationError):
+        parts = [
+            f"{'.'.join(str(p) for p in err['loc']) or 'definition'}: {err['msg']}"
+            for err in exc.errors()[:3]
+        ]
+        more = len(exc.errors()) - len(parts)
+        text = "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 300 else text[:299] + "…"
 
 
 @dataclass(frozen=True)

@@ -65,3 +65,20 @@ class RegistrationError(Exception):
 
 class UnknownDefinition(UserFacingError):
     """There is no published event with that key."""
+
+
+class UnreadableDefinition(UserFacingError):
+    """A stored definition version that this version of the runner cannot read.
+
+    Versions are validated when they are published, so this means the row was written under
+    older rules or edited by hand. Whoever meets it shows it as unreadable, with the reason, and
+    carries on with everything else."""
+
+    def __init__(self, version_id: int, reason: str, *, key: str | None = None, version: int | None = None):
+        self.version_id = version_id
+        self.reason = reason
+        self.key = key
+        self.version = version
+        which = f"version {version}" if version is not None else f"version id {version_id}"
+        name = f"{key!r} " if key else ""
+        super().__init__(f"the stored definition {name}{which} cannot be read: {reason}")

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import catalog
+from runner.definitions import EventDefinition
+from runner.errors import UnreadableDefinition
 from runner.schema import RUN_IN_FLIGHT
 from runner.sql import definitions as definitions_sql
 from runner.sql import run_log
@@ -76,6 +78,9 @@ class RunView:
     last_error: str | None
     version_id: int
     phases: list[PhaseView] = field(default_factory=list)
+    # Why the run's definition version cannot be read, if it cannot: the phases are then only
+    # the steps the run already has, labelled by their phase keys.
+    unreadable: str | None = None
 
     @property
     def in_flight(self) -> bool:
@@ -92,27 +97,37 @@ def _label(step_label: str | None, action_id: str) -> str:
 
 
 async def run_view(engine: AsyncEngine, run_id: int, versions: catalog.VersionCache) -> RunView | None:
+    """A run as it stands; a run whose definition cannot be read is still shown, marked."""
     async with engine.connect() as conn:
         run = await runs_sql.get(conn, run_id)
         if run is None:
             return None
         definition_row = await definitions_sql.by_id(conn, int(run["definition_id"]))
-        definition = await versions.get(conn, int(run["version_id"]))
+        definition: EventDefinition | None
+        try:
+            definition = await versions.get(conn, int(run["version_id"]))
+            unreadable = None
+        except UnreadableDefinition as exc:
+            definition, unreadable = None, exc.reason
         step_rows = await steps_sql.list_for_run(conn, run_id)
     by_slot = {(s["phase"], int(s["seq"])): s for s in step_rows}
+    if definition is not None:
+        layout = [(p.key, p.label, [(s.label, s.action) for s in p.steps]) for p in definition.phases]
+    else:
+        layout = _layout_of_rows(step_rows)
     phases = []
-    for phase in definition.phases:
+    for phase_key, phase_label, specs in layout:
         step_views = []
-        for seq, spec in enumerate(phase.steps):
-            row = by_slot.get((phase.key, seq))
+        for seq, (label, action) in enumerate(specs):
+            row = by_slot.get((phase_key, seq))
             if row is None:
                 step_views.append(
                     StepView(
                         None,
-                        phase.key,
+                        phase_key,
                         seq,
-                        _label(spec.label, spec.action),
-                        spec.action,
+                        _label(label, action),
+                        action,
                         "not reached",
                         False,
                         None,
@@ -126,7 +141,7 @@ async def run_view(engine: AsyncEngine, run_id: int, versions: catalog.VersionCa
             step_views.append(
                 StepView(
                     id=int(row["id"]),
-                    phase=phase.key,
+                    phase=phase_key,
                     seq=seq,
                     label=_label(row["label"], row["action_id"]),
                     action_id=row["action_id"],
@@ -139,11 +154,15 @@ async def run_view(engine: AsyncEngine, run_id: int, versions: catalog.VersionCa
                     result=row["result"],
                 )
             )
-        phases.append(PhaseView(phase.key, phase.label, phase.key == run["current_phase"], step_views))
+        phases.append(PhaseView(phase_key, phase_label, phase_key == run["current_phase"], step_views))
+    if definition_row is not None:
+        key, title = definition_row["key"], definition_row["title"]
+    else:
+        key, title = (definition.key, definition.title) if definition else ("?", f"run {run_id}")
     return RunView(
         id=run_id,
-        definition_key=definition_row["key"] if definition_row else definition.key,
-        title=definition.title,
+        definition_key=key,
+        title=definition.title if definition is not None else title,
         scope=run["scope"],
         status=run["status"],
         health=run["health"],
@@ -156,7 +175,21 @@ async def run_view(engine: AsyncEngine, run_id: int, versions: catalog.VersionCa
         last_error=run["last_error"],
         version_id=int(run["version_id"]),
         phases=phases,
+        unreadable=unreadable,
     )
+
+
+def _layout_of_rows(step_rows: Sequence[Any]) -> list[tuple[str, str, list[tuple[str | None, str]]]]:
+    """Phases and steps as far as the run's own rows tell them, when its definition is unreadable:
+    the phases it has entered, in the order it entered them, each labelled by its key."""
+    by_phase: dict[str, dict[int, tuple[str | None, str]]] = {}
+    for row in sorted(step_rows, key=lambda r: int(r["id"])):
+        by_phase.setdefault(row["phase"], {})[int(row["seq"])] = (row["label"], row["action_id"])
+    layout = []
+    for phase_key, slots in by_phase.items():
+        specs = [slots.get(seq, (None, "?")) for seq in range(max(slots) + 1)]
+        layout.append((phase_key, phase_key, specs))
+    return layout
 
 
 @dataclass(frozen=True)
@@ -171,13 +204,21 @@ class RunSummary:
     scheduled_for: dt.datetime
     current_phase: str | None
     last_error: str | None
+    # Why the run's definition version cannot be read, if it cannot (the runner leaves it alone).
+    unreadable: str | None = None
 
 
 async def list_runs(
-    engine: AsyncEngine, *, in_flight_only: bool = False, limit: int = 50
+    engine: AsyncEngine,
+    *,
+    in_flight_only: bool = False,
+    limit: int = 50,
+    versions: catalog.VersionCache | None = None,
 ) -> list[RunSummary]:
+    versions = versions or catalog.VersionCache()
     async with engine.connect() as conn:
         rows = await runs_sql.list_runs(conn, statuses=RUN_IN_FLIGHT if in_flight_only else None, limit=limit)
+        unreadable = await _unreadable_versions(conn, versions, {int(r["version_id"]) for r in rows})
     return [
         RunSummary(
             id=int(r["id"]),
@@ -190,9 +231,23 @@ async def list_runs(
             scheduled_for=r["scheduled_for"],
             current_phase=r["current_phase"],
             last_error=r["last_error"],
+            unreadable=unreadable.get(int(r["version_id"])),
         )
         for r in rows
     ]
+
+
+async def _unreadable_versions(
+    conn: AsyncConnection, versions: catalog.VersionCache, version_ids: Iterable[int]
+) -> dict[int, str]:
+    """The reason each of these versions cannot be read, for those that cannot."""
+    found = {}
+    for version_id in sorted(version_ids):
+        try:
+            await versions.get(conn, version_id)
+        except UnreadableDefinition as exc:
+            found[version_id] = exc.reason
+    return found
 
 
 @dataclass(frozen=True)
@@ -202,14 +257,26 @@ class DefinitionSummary:
     version: int
     scopes: list[str]
     schedule: str
+    # Why its current version cannot be read, if it cannot: it is listed, but cannot be started.
+    unreadable: str | None = None
 
 
-async def list_definitions(engine: AsyncEngine) -> list[DefinitionSummary]:
+async def list_definitions(
+    engine: AsyncEngine, versions: catalog.VersionCache | None = None
+) -> list[DefinitionSummary]:
+    versions = versions or catalog.VersionCache()
     async with engine.connect() as conn:
         rows = await definitions_sql.list_all(conn)
+        unreadable = await _unreadable_versions(conn, versions, {int(r["current_version_id"]) for r in rows})
     summaries = []
     for row in rows:
-        spec = row["spec"] or {}
+        reason = unreadable.get(int(row["current_version_id"]))
+        if reason is not None:
+            summaries.append(
+                DefinitionSummary(row["key"], row["title"], int(row["version"]), [], "unreadable", reason)
+            )
+            continue
+        spec = row["spec"]
         schedule = spec.get("schedule", {}) or {}
         kind = schedule.get("kind", "manual")
         text = {
@@ -249,11 +316,23 @@ def step_describer(
             step = await steps_sql.get(conn, step_id)
             if run is None or step is None:
                 return None
-            definition = await versions.get(conn, int(run["version_id"]))
-        phase = definition.phase(step["phase"])
+            try:
+                definition = await versions.get(conn, int(run["version_id"]))
+            except UnreadableDefinition:
+                # The engine never dispatches such a run, but a cue already posted may be redrawn:
+                # the tables still know the event's key, title and the phase's key.
+                definition = None
+                row = await definitions_sql.by_id(conn, int(run["definition_id"]))
+        if definition is not None:
+            phase = definition.phase(step["phase"])
+            event_key, event_title = definition.key, definition.title
+        else:
+            phase = None
+            event_key = row["key"] if row is not None else "?"
+            event_title = row["title"] if row is not None else event_key
         context = StepContext(
-            event_key=definition.key,
-            event_title=definition.title,
+            event_key=event_key,
+            event_title=event_title,
             phase_key=step["phase"],
             phase_label=phase.label if phase else step["phase"],
             step_index=int(step["seq"]),

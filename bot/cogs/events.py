@@ -11,16 +11,19 @@ seconds Discord gives an interaction to be answered.
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
+from actions import limits
 from bot import rendering
 from bot.cues import mark_settled, settled_text
-from bot.errors import BotError, reply_to_error
+from bot.errors import BotError, reply_to_error, send_ephemeral
 from bot.permissions import actor_label, mention_actors, refusal
 from bot.starting import check_start, confirmed_scope
 from runner import views
@@ -34,15 +37,51 @@ CONTROL = {"capability": "control"}
 REHEARSE = {"capability": "rehearse"}
 READ = {"capability": "staff"}
 MAX_CHOICES = 25
+# Discord's limit on an autocomplete choice's name and on its value.
+CHOICE_MAX = 100
 
 
 def answer(result: ControlResult) -> str:
     text = mention_actors(result.message)
-    return f"✅ {text}" if result.ok else f"Nothing changed: {text}."
+    return rendering.clip(f"✅ {text}" if result.ok else f"Nothing changed: {text}.", limits.CONTENT_MAX)
+
+
+def start_answer(result: ControlResult) -> str:
+    """A start's answer; one that started many scopes lists its runs as far as they fit."""
+    head, found, _ = result.message.partition(": runs ")
+    if result.ok and len(result.run_ids) > 1 and found:
+        return rendering.fit_list(f"✅ {mention_actors(head)}: runs ", [str(r) for r in result.run_ids])
+    return answer(result)
+
+
+def no_such_scope(key: str, scope: str, scopes: Sequence[str]) -> str:
+    """The refusal of a scope the event does not have, naming as many of its scopes as fit."""
+    head = f"Nothing changed: {key} has no scope {rendering.clip(scope, 100)!r}; its scopes are: "
+    if not any(scopes):
+        return f"{head}none (leave the scope empty)."
+    return rendering.fit_list(head, [s for s in scopes if s], tail=".", item_max=100)
+
+
+def scope_value(scope: str) -> str:
+    """What autocomplete sends for ``scope``: the scope itself when it fits a choice's value,
+    otherwise a short token stable across republishing (unlike an index), which ``resolve_scope``
+    maps back."""
+    if len(scope) <= CHOICE_MAX:
+        return scope
+    digest = hashlib.blake2b(scope.encode(), digest_size=6).hexdigest()
+    return f"{scope[:80]}…#{digest}"
+
+
+def resolve_scope(value: str | None, scopes: Sequence[str]) -> str | None:
+    """The scope a typed or chosen value names: the scope itself, or the one whose token it is."""
+    if value is None or value in scopes:
+        return value
+    return next((s for s in scopes if len(s) > CHOICE_MAX and scope_value(s) == value), value)
 
 
 async def reply(interaction: discord.Interaction, text: str | None = None, **fields: object) -> None:
-    await interaction.followup.send(text or "", ephemeral=True, **fields)  # type: ignore[arg-type]
+    text = rendering.clip(text or "", limits.CONTENT_MAX)
+    await interaction.followup.send(text, ephemeral=True, **fields)  # type: ignore[arg-type]
 
 
 def matches(current: str, *texts: str) -> bool:
@@ -79,8 +118,15 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         self, interaction: discord.Interaction, key: str, scope: str | None, *, rehearsal: bool
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
+        services = self.bot.services
+        current = await views.current_definition(services.engine, key, services.versions)
+        scopes = current.definition.run_scopes()
+        scope = resolve_scope(scope, scopes)
+        if scope is not None and scope not in scopes:
+            await reply(interaction, no_such_scope(key, scope, scopes))
+            return
         check = await check_start(
-            self.bot.services, self.bot.config, self.bot.delivery, key, scope, rehearsal=rehearsal
+            services, self.bot.config, self.bot.delivery, key, scope, rehearsal=rehearsal
         )
         if check.problems:
             view = discord.ui.View(timeout=None)
@@ -89,35 +135,43 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
             embed = rendering.problems_embed(check.title, check.problems, rehearsal=rehearsal)
             await reply(interaction, embed=embed, view=view)
             return
-        result = await self.bot.services.controls.start(
+        result = await services.controls.start(
             key, scope=scope, actor=actor_label(interaction.user), rehearsal=rehearsal
         )
         self.bot.nudge()
-        await reply(interaction, answer(result))
+        await reply(interaction, start_answer(result))
 
     @start.autocomplete("definition")
     @rehearse.autocomplete("definition")
     async def _definitions(
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
-        found = await views.list_definitions(self.bot.services.engine)
-        return [
-            app_commands.Choice(name=rendering.clip(f"{d.title} ({d.key})", 100), value=d.key)
-            for d in found
-            if matches(current, d.key, d.title)
-        ][:MAX_CHOICES]
+        found = await views.list_definitions(self.bot.services.engine, self.bot.services.versions)
+        choices = []
+        for d in found:
+            # A key that does not fit a choice's value could not come back as itself: not offered.
+            if len(d.key) > CHOICE_MAX or not matches(current, d.key, d.title):
+                continue
+            mark = " · unreadable" if d.unreadable else ""
+            name = rendering.clip(f"{d.title} ({d.key})", CHOICE_MAX - len(mark)) + mark
+            choices.append(app_commands.Choice(name=name, value=d.key))
+        return choices[:MAX_CHOICES]
 
     @start.autocomplete("scope")
     @rehearse.autocomplete("scope")
     async def _scopes(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         key = getattr(interaction.namespace, "definition", None)
-        found = await views.list_definitions(self.bot.services.engine)
+        found = await views.list_definitions(self.bot.services.engine, self.bot.services.versions)
         scopes = next((d.scopes for d in found if d.key == key), [])
-        return [
-            app_commands.Choice(name=rendering.clip(s, 100), value=s[:100])
-            for s in scopes
-            if matches(current, s)
-        ][:MAX_CHOICES]
+        choices = []
+        for s in scopes:
+            value = scope_value(s)
+            # A token that is also another scope's name would start that scope instead.
+            if value != s and value in scopes:
+                continue
+            if matches(current, s):
+                choices.append(app_commands.Choice(name=rendering.clip(s, CHOICE_MAX), value=value))
+        return choices[:MAX_CHOICES]
 
     # ── run controls ──────────────────────────────────────────────────────
 
@@ -193,7 +247,10 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         return await self._run_choices(current, in_flight_only=True)
 
     async def _run_choices(self, current: str, *, in_flight_only: bool) -> list[app_commands.Choice[int]]:
-        found = await views.list_runs(self.bot.services.engine, in_flight_only=in_flight_only, limit=100)
+        services = self.bot.services
+        found = await views.list_runs(
+            services.engine, in_flight_only=in_flight_only, limit=100, versions=services.versions
+        )
         choices = []
         for r in found:
             name = f"{r.id} · {r.title}{' (' + r.scope + ')' if r.scope else ''} — {r.status}"
@@ -232,7 +289,9 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         await interaction.response.defer(ephemeral=True, thinking=True)
         services = self.bot.services
         if run is None:
-            in_flight = await views.list_runs(services.engine, in_flight_only=True)
+            in_flight = await views.list_runs(
+                services.engine, in_flight_only=True, versions=services.versions
+            )
             if len(in_flight) != 1:
                 await reply(interaction, embed=rendering.runs_embed(in_flight))
                 return
@@ -251,9 +310,9 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
     @app_commands.command(name="list", description="Published events and the runs in flight", extras=READ)
     async def list_(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        engine = self.bot.services.engine
-        definitions = await views.list_definitions(engine)
-        runs = await views.list_runs(engine, in_flight_only=True)
+        services = self.bot.services
+        definitions = await views.list_definitions(services.engine, services.versions)
+        runs = await views.list_runs(services.engine, in_flight_only=True, versions=services.versions)
         await reply(interaction, embed=rendering.list_embed(definitions, runs))
 
 
@@ -294,7 +353,7 @@ class StartAnyway(discord.ui.DynamicItem[discord.ui.Button], template=START_TEMP
         rehearsal = self.mode == "r"
         reason = refusal(bot.config, interaction, "rehearse" if rehearsal else "start")
         if reason is not None:
-            await interaction.response.send_message(reason, ephemeral=True)
+            await send_ephemeral(interaction, reason)
             return
         view = discord.ui.View(timeout=None)
         view.add_item(StartAnyway(self.key, self.version_id, self.scope, self.mode, disabled=True))
@@ -305,7 +364,7 @@ class StartAnyway(discord.ui.DynamicItem[discord.ui.Button], template=START_TEMP
             self.key, scope=scope, actor=actor_label(interaction.user), rehearsal=rehearsal
         )
         bot.nudge()
-        await interaction.followup.send(answer(result), ephemeral=True)
+        await interaction.followup.send(start_answer(result), ephemeral=True)
 
 
 async def setup(bot: EventBot) -> None:
