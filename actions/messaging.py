@@ -15,16 +15,45 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from actions import limits
 from actions.delivery import Announcement, Cue, Delivery, DeliveryError, Embed, EmbedField, Posted
+from runner import placeholders
 from runner.registry import Action, Envelope
 from runner.views import StepContext
 
 Describe = Callable[[int, int], Awaitable[StepContext | None]]
 
 CHANNEL_REF = r"^(#?[a-z0-9][a-z0-9_-]{0,99}|[0-9]{15,21})$"
+# A role is named by its alias in the config's ``roles``, never by a raw id: only an alias can be
+# held to the config's policy (which roles exist, which announcements may ping). ASCII only, so
+# no Unicode digit ("²") can pass for an id anywhere later.
+ROLE_ALIAS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}", re.ASCII)
 
 
 def render(text: str | None, scope: str) -> str | None:
-    return None if text is None else text.replace("{scope}", scope)
+    """``{scope}`` filled in, ``{{`` / ``}}`` unescaped (the rule is ``runner.placeholders``)."""
+    return None if text is None else placeholders.fill(text, {"scope": scope})
+
+
+def _placeholders_known(value: str | None) -> str | None:
+    if value is not None:
+        problem = placeholders.problem(value)
+        if problem:
+            raise ValueError(problem)
+    return value
+
+
+def _role_alias(value: str | None) -> str | None:
+    if value is None:
+        return value
+    if not ROLE_ALIAS.fullmatch(value):
+        raise ValueError(
+            f"{value[:40]!r} is not a role alias (letters, digits, - and _, as in the config's roles)"
+        )
+    if value.isascii() and value.isdigit():
+        raise ValueError(
+            f"{value!r} is a role id; name the role by its alias from the config's roles, so the "
+            "config decides whom events may ping"
+        )
+    return value
 
 
 class _Params(BaseModel):
@@ -36,6 +65,8 @@ class EmbedFieldParams(_Params):
     value: str = Field(min_length=1, max_length=limits.EMBED_FIELD_VALUE_MAX)
     inline: bool = False
 
+    _placeholders = field_validator("name", "value")(_placeholders_known)
+
 
 class EmbedParams(_Params):
     title: str | None = Field(default=None, max_length=limits.EMBED_TITLE_MAX)
@@ -44,6 +75,8 @@ class EmbedParams(_Params):
     image: str | None = Field(default=None, pattern=r"^https://\S+$", max_length=2000)
     footer: str | None = Field(default=None, max_length=limits.EMBED_FOOTER_MAX)
     fields: list[EmbedFieldParams] = Field(default_factory=list, max_length=limits.EMBED_FIELDS_MAX)
+
+    _placeholders = field_validator("title", "description", "footer")(_placeholders_known)
 
     @field_validator("colour", mode="before")
     @classmethod
@@ -88,9 +121,10 @@ class AnnounceParams(_Params):
     channel: str = Field(pattern=CHANNEL_REF, description="a channel alias from config, or a channel id")
     content: str | None = Field(default=None, min_length=1, max_length=limits.CONTENT_MAX)
     embed: EmbedParams | None = None
-    ping_role: str | None = Field(
-        default=None, min_length=1, max_length=100, description="a role alias from config"
-    )
+    ping_role: str | None = Field(default=None, description="a role alias from config")
+
+    _placeholders = field_validator("content")(_placeholders_known)
+    _ping_role = field_validator("ping_role")(_role_alias)
 
     @model_validator(mode="after")
     def _something_to_say(self) -> AnnounceParams:
@@ -127,7 +161,10 @@ class CueParams(_Params):
     channel: str | None = Field(
         default=None, pattern=CHANNEL_REF, description="defaults to the configured GM channel"
     )
-    ping_role: str | None = Field(default=None, min_length=1, max_length=100)
+    ping_role: str | None = Field(default=None, description="a role alias from config")
+
+    _placeholders = field_validator("instructions", "title")(_placeholders_known)
+    _ping_role = field_validator("ping_role")(_role_alias)
 
     def problems_for_scope(self, scope: str) -> list[tuple[str, str]]:
         if len(render(self.instructions, scope) or "") > limits.EMBED_DESCRIPTION_MAX:

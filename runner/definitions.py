@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import itertools
 import json
+import math
 import re
 import string
 import zoneinfo
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from cronsim import CronSim, CronSimError
 from pydantic import (
     BaseModel,
@@ -29,6 +30,7 @@ from pydantic import (
     model_validator,
 )
 
+from runner import limits, placeholders, yaml_text
 from runner.errors import DefinitionError, Problem
 from runner.registry import ActionRegistry
 
@@ -59,6 +61,12 @@ class OnceSchedule(_Strict):
     def _aware(cls, value: dt.datetime) -> dt.datetime:
         if value.tzinfo is None or value.utcoffset() is None:
             raise ValueError("needs a time zone offset, e.g. 2026-12-05T19:00:00+01:00")
+        try:
+            value.astimezone(dt.UTC)
+        except OverflowError:
+            raise ValueError(
+                f"{value.isoformat()} is outside the range of dates that can be stored"
+            ) from None
         return value
 
 
@@ -81,9 +89,26 @@ class CronSchedule(_Strict):
     def _expression(cls, value: str) -> str:
         try:
             CronSim(value, dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
-        except (CronSimError, ValueError, KeyError, IndexError) as exc:
-            raise ValueError(f"invalid cron expression {value!r}: {exc}") from exc
+        except (CronSimError, ValueError, KeyError, IndexError, OverflowError) as exc:
+            raise ValueError(f"invalid cron expression {value[:60]!r}: {exc}") from None
         return value
+
+    def occurrences_per_day(self) -> int:
+        """At most how many times it fires in one day (the day fields only choose which days)."""
+        return len(_times_of_day(self.cron))
+
+
+def _times_of_day(expression: str) -> list[int]:
+    parsed = CronSim(expression, dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+    return sorted(h * 3600 + m * 60 + s for h in parsed.hours for m in parsed.minutes for s in parsed.seconds)
+
+
+def _shortest_gap_seconds(expression: str) -> int:
+    """The shortest time between two firings, counting the wrap from one day into the next."""
+    times = _times_of_day(expression)
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    gaps.append(times[0] + 86400 - times[-1])
+    return min(gaps)
 
 
 Schedule = Annotated[ManualSchedule | OnceSchedule | CronSchedule, Field(discriminator="kind")]
@@ -199,6 +224,78 @@ class EventDefinition(_Strict):
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()
 
 
+def publication_problems(definition: EventDefinition, file: str | None) -> list[Problem]:
+    """What a new version may not be, though a stored one may (so every version published
+    before a limit was set still loads and runs): the size and schedule limits of
+    ``runner.limits``, and placeholders in step labels (a cue's title defaults to its label)."""
+    problems: list[Problem] = []
+
+    def refuse(message: str, field: str, phase: str | None = None, step: int | None = None) -> None:
+        problems.append(Problem(message, file=file, phase=phase, step=step, field=field))
+
+    scopes = definition.run_scopes()
+    if len(definition.scopes) > limits.MAX_SCOPES:
+        refuse(
+            f"{len(definition.scopes)} scopes; an event may have at most {limits.MAX_SCOPES} "
+            "(each is a run of its own, announced at Discord's pace)",
+            "scopes",
+        )
+    if len(definition.phases) > limits.MAX_PHASES:
+        refuse(f"{len(definition.phases)} phases; an event may have at most {limits.MAX_PHASES}", "phases")
+    total = sum(len(p.steps) for p in definition.phases)
+    if total > limits.MAX_STEPS:
+        refuse(f"{total} steps in all; an event may have at most {limits.MAX_STEPS}", "phases")
+    for phase in definition.phases:
+        if len(phase.steps) > limits.MAX_STEPS_PER_PHASE:
+            refuse(
+                f"{len(phase.steps)} steps; a phase may have at most {limits.MAX_STEPS_PER_PHASE} "
+                "(split it into phases)",
+                "steps",
+                phase=phase.key,
+            )
+        for index, step in enumerate(phase.steps):
+            problem = placeholders.problem(step.label) if step.label else None
+            if problem:
+                refuse(problem, "label", phase=phase.key, step=index)
+    widest = max(definition.phases, key=lambda p: len(p.steps))
+    at_once = len(scopes) * len(widest.steps)
+    if len(definition.scopes) <= limits.MAX_SCOPES and at_once > limits.MAX_FANOUT_STEPS:
+        refuse(
+            f"{len(scopes)} scopes times the {len(widest.steps)} steps of phase {widest.key!r} is "
+            f"{at_once} steps created at once; at most {limits.MAX_FANOUT_STEPS} (fewer scopes, "
+            "or shorter phases)",
+            "scopes",
+        )
+    if isinstance(definition.schedule, CronSchedule):
+        problems.extend(_cron_problems(definition.schedule, len(scopes), file))
+    return problems
+
+
+def _cron_problems(schedule: CronSchedule, scopes: int, file: str | None) -> list[Problem]:
+    cron = schedule.cron
+    if len(cron.split()) != 5:
+        message = (
+            f"invalid cron expression {cron[:60]!r}: use five fields "
+            "(minute hour day-of-month month day-of-week), e.g. '0 20 * * FRI'"
+        )
+        return [Problem(message, file=file, field="schedule.cron")]
+    gap = _shortest_gap_seconds(cron)
+    if gap < limits.CRON_MIN_INTERVAL_SECONDS:
+        message = (
+            f"{cron!r} fires {gap // 60} minute(s) apart at times; an event may recur at most "
+            f"every {limits.CRON_MIN_INTERVAL_SECONDS // 60} minutes"
+        )
+        return [Problem(message, file=file, field="schedule.cron")]
+    per_day = schedule.occurrences_per_day() * scopes
+    if per_day > limits.MAX_SCHEDULED_RUNS_PER_DAY:
+        message = (
+            f"{cron!r} with {scopes} scope(s) makes up to {per_day} runs a day; at most "
+            f"{limits.MAX_SCHEDULED_RUNS_PER_DAY} (fire less often, or use fewer scopes)"
+        )
+        return [Problem(message, file=file, field="schedule.cron")]
+    return []
+
+
 def _without(mapping: dict[str, Any], key: str) -> dict[str, Any]:
     return {k: v for k, v in mapping.items() if k != key}
 
@@ -261,7 +358,8 @@ def validate(raw: Any, registry: ActionRegistry, *, file: str | None = None) -> 
         # Structural errors hide the params ones; report those too where the structure allows.
         problems.extend(_params_problems_raw(raw, registry, file))
         raise DefinitionError(problems) from None
-    problems = _params_problems(definition, registry, file)
+    problems = publication_problems(definition, file)
+    problems.extend(_params_problems(definition, registry, file))
     if problems:
         raise DefinitionError(problems)
     return definition
@@ -386,27 +484,29 @@ def _params_problems_raw(raw: dict[str, Any], registry: ActionRegistry, file: st
     return problems
 
 
-def parse_yaml(text: str, *, file: str | None = None) -> Any:
+def parse_yaml(text: str | bytes, *, file: str | None = None) -> Any:
+    """Parse a definition's YAML (bytes are decoded as UTF-8); ``DefinitionError`` with the line
+    and column for anything unreadable."""
     try:
-        return yaml.safe_load(text)
-    except RecursionError:
-        raise DefinitionError([Problem("the YAML is nested too deeply to read", file=file)]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise DefinitionError([Problem(f"YAML syntax error{where}: {problem}", file=file)]) from None
+        return yaml_text.parse(yaml_text.decode(text) if isinstance(text, bytes) else text)
+    except yaml_text.YamlError as exc:
+        raise DefinitionError([Problem(str(exc), file=file)]) from None
 
 
-def load_file(path: str | Path, registry: ActionRegistry) -> EventDefinition:
+def read_file(path: str | Path) -> Any:
+    """A definition file, parsed; ``DefinitionError`` naming the file if it cannot be read."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise DefinitionError(
             [Problem(f"cannot read the file: {exc.strerror or exc}", file=str(path))]
         ) from None
-    return validate(parse_yaml(text, file=str(path)), registry, file=str(path))
+    return parse_yaml(data, file=str(path))
+
+
+def load_file(path: str | Path, registry: ActionRegistry) -> EventDefinition:
+    return validate(read_file(path), registry, file=str(Path(path)))
 
 
 def from_spec(spec: dict[str, Any]) -> EventDefinition:
@@ -414,20 +514,29 @@ def from_spec(spec: dict[str, Any]) -> EventDefinition:
     return EventDefinition.model_validate(spec)
 
 
+# ASCII digits only: Python's ``\d`` and ``float()`` also take other scripts' digits ("٣m"), which
+# no author means and no reader of the file would recognise as a number.
+_DURATION = re.compile(
+    r"(?:([0-9]{1,9})d)?(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m)?(?:([0-9]{1,9}(?:\.[0-9]{1,9})?)s)?", re.ASCII
+)
+_NUMBER = re.compile(r"[+-]?(?:[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})(?:e[+-]?[0-9]{1,5})?", re.ASCII)
+
+
 def duration_seconds(value: str | int | float) -> float:
-    """``90``, ``"90s"``, ``"5m"``, ``"1h30m"`` -> seconds."""
+    """``90``, ``"90s"``, ``"5m"``, ``"1h30m"`` -> seconds. A number too large for a float is
+    infinite (the caller's upper bound refuses it)."""
     if isinstance(value, bool):
         raise ValueError("a duration is a number of seconds or text like '5m' or '1h30m'")
     if isinstance(value, int | float):
-        return float(value)
-    text = value.strip().lower()
-    match = re.fullmatch(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?", text)
-    if not text or not match or not any(match.groups()):
         try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    text = value.strip().lower()
+    match = _DURATION.fullmatch(text)
+    if not text or not match or not any(match.groups()):
+        if _NUMBER.fullmatch(text):
             return float(text)
-        except ValueError:
-            raise ValueError(
-                f"{value!r} is not a duration (use seconds, or text like '5m' or '1h30m')"
-            ) from None
+        raise ValueError(f"{value[:40]!r} is not a duration (use seconds, or text like '5m' or '1h30m')")
     days, hours, minutes, seconds = match.groups()
     return int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes or 0) * 60 + float(seconds or 0)

@@ -242,8 +242,8 @@ def test_a_transient_delivery_failure_is_retried_on_the_virtual_clock(
 
 
 def test_mentions_follow_the_config_as_the_discord_delivery_does(cli: Cli, tmp_path: Path) -> None:
-    """Only allowed roles ping, other role mentions and @everyone show inert, an unknown role's
-    ping is dropped; a cue pings its own role."""
+    """Only allowed roles ping, other role mentions and @everyone show inert; a cue pings its own
+    role. (A ping role the config lacks fails its step: ``test_defects_validate``.)"""
     config = write_yaml(tmp_path / "config.yaml", STRICT_CONFIG)
     event = write_yaml(
         tmp_path / "event.yaml",
@@ -251,7 +251,6 @@ def test_mentions_follow_the_config_as_the_discord_delivery_does(cli: Cli, tmp_p
             announce("announcements", "Allowed.", ping_role="event-pings"),
             announce("announcements", "Not allowed.", ping_role="raid-team"),
             announce("announcements", "@everyone come and play!"),
-            announce("announcements", "Unknown.", ping_role="ghosts"),
             {"action": "gm.cue", "params": {"instructions": "Go.", "ping_role": "raid-team"}},
         ),
     )
@@ -259,7 +258,6 @@ def test_mentions_follow_the_config_as_the_discord_delivery_does(cli: Cli, tmp_p
     assert "announcement in #announcements, pings @event-pings\n" in out
     assert "announcement in #announcements, no ping; @raid-team shown but inert (pings nobody)" in out
     assert "announcement in #announcements, no ping; @everyone shown but inert (pings nobody)" in out
-    assert "no ping; ping role 'ghosts' dropped: it is not one of the role aliases in config" in out
     assert "GM cue in #gm-cues, pings @raid-team" in out
 
 

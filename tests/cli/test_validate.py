@@ -75,7 +75,7 @@ BROKEN: list[tuple[str, Any, list[str]]] = [
     (
         "YAML syntax error",
         "key: broken\ntitle: [unclosed\nphases:\n  - key: opening\n",
-        ["YAML syntax error at line 3"],
+        ["line 3, column 7: YAML syntax error"],
     ),
 ]
 

@@ -1,0 +1,86 @@
+"""Placeholders in the text of an event: ``{scope}`` becomes the run's scope.
+
+The rule, one for validation and for rendering alike:
+
+* ``{name}``, a name of ASCII letters, digits and ``_`` (not starting with a digit), is a
+  placeholder. Only the names in ``KNOWN`` exist; any other is refused when the definition is
+  validated, so a typo such as ``{scop}`` never reaches players as it was typed.
+* ``{{`` and ``}}`` stand for a literal ``{`` and ``}``: ``{{scope}}`` shows ``{scope}``.
+* Any other brace is text as it stands (``:-}``, ``{1}``, ``{see the rules}``), except a near
+  miss of a known placeholder (``{ scope }``, ``{scope:upper}``, ``{Scope!r}``), which is
+  refused as the typo it almost certainly is.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+
+KNOWN = ("scope",)
+
+_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}", re.ASCII)
+_BRACED = re.compile(r"\{([^{}]*)\}")
+_LEADING_NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)", re.ASCII)
+
+
+def fill(text: str, values: Mapping[str, str]) -> str:
+    """``text`` with each known placeholder replaced and ``{{`` / ``}}`` unescaped. A name not in
+    ``values`` stays as written (validation refuses it; a version stored before that rule still
+    renders rather than fails)."""
+
+    def one(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token == "{{":
+            return "{"
+        if token == "}}":
+            return "}"
+        name = match.group(1)
+        return values[name] if name in values else token
+
+    return _TOKEN.sub(one, text)
+
+
+def problem(text: str, known: tuple[str, ...] = KNOWN) -> str | None:
+    """Why ``text`` cannot be rendered as meant, or ``None``: every unknown placeholder named,
+    with a "did you mean" when one of the known ones is close."""
+    unknown: list[str] = []
+    for match in _TOKEN.finditer(text):
+        name = match.group(1)
+        if name is not None and name not in known and name not in unknown:
+            unknown.append(name)
+    near: list[tuple[str, str]] = []
+    for match in _BRACED.finditer(_TOKEN.sub(_blank_escapes, text)):
+        leading = _LEADING_NAME.match(match.group(1))
+        meant = _closest(leading.group(1), known) if leading else None
+        if meant is not None and match.group(0) != f"{{{meant}}}":
+            near.append((match.group(0), meant))
+    if not unknown and not near:
+        return None
+    parts = [f"{{{name}}}{_suggestion(name, known)}" for name in unknown]
+    parts += [f"{shown} (write it as {{{meant}}}, exactly)" for shown, meant in near]
+    listed = ", ".join(f"{{{name}}}" for name in known)
+    noun = "placeholder" if len(parts) == 1 else "placeholders"
+    return (
+        f"unknown {noun} {'; '.join(parts)}. The placeholders are {listed}; "
+        "write {{ and }} for a literal { or }"
+    )
+
+
+def _blank_escapes(match: re.Match[str]) -> str:
+    # Escaped braces and well-formed placeholders are dealt with; blank them so only the
+    # braces left over are looked at for near misses.
+    return " " * len(match.group(0))
+
+
+def _closest(name: str, known: tuple[str, ...]) -> str | None:
+    folded = {k.casefold(): k for k in known}
+    if name.casefold() in folded:
+        return folded[name.casefold()]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _suggestion(name: str, known: tuple[str, ...]) -> str:
+    meant = _closest(name, known)
+    return f" (did you mean {{{meant}}}?)" if meant else ""
