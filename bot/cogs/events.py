@@ -48,7 +48,8 @@ def answer(result: ControlResult) -> str:
 
 def start_answer(result: ControlResult) -> str:
     """A start's answer; one that started many scopes lists its runs as far as they fit."""
-    head, found, _ = result.message.partition(": runs ")
+    # The last ": runs " is where the list begins (a title may contain the words too).
+    head, found, _ = result.message.rpartition(": runs ")
     if result.ok and len(result.run_ids) > 1 and found:
         return rendering.fit_list(f"✅ {mention_actors(head)}: runs ", [str(r) for r in result.run_ids])
     return answer(result)

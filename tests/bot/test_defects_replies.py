@@ -205,7 +205,8 @@ async def test_defect_09_starting_500_scopes_answers_with_a_short_summary(sim: S
     moderator "Something went wrong": the answer listing 500 run ids was over Discord's 2,000
     characters. ``/event list`` then failed the same way (its in-flight field was allowed 4,096
     characters, where a field holds 1,024). Now: the answer lists the runs that fit and counts
-    the rest, and the list and status fit too."""
+    the rest; the list, the status and a second start's refusal (every scope in flight) fit
+    too."""
     await sim.publish(wait_only_spec("beacons", "Beacon Watch", [f"beacon-{i:03d}" for i in range(500)]))
     # The answer is what is tested, not the engine carrying out 500 runs (minutes on SQLite on a
     # busy machine, which simcord would wait for after each action): the tick loop is stopped.
@@ -229,6 +230,12 @@ async def test_defect_09_starting_500_scopes_answers_with_a_short_summary(sim: S
     status = await sim.mod.slash(sim.staff, "event status")
     assert len(status.response.embeds[0].description) <= limits.EMBED_DESCRIPTION_MAX
 
+    again = await sim.mod.slash(sim.staff, "event start", definition="beacons")
+    text = again.response.content
+    assert text.startswith("Nothing changed: beacons is already in flight: beacon-000 (run 1), ")
+    assert len(text) <= limits.CONTENT_MAX
+    assert len(await list_runs(sim.engine, limit=1000)) == 500, "the refused start started nothing"
+
 
 async def test_defect_09_a_wrong_scope_among_many_long_scopes_gets_a_fitting_refusal(sim: Sim) -> None:
     """Before: a scope the event does not have was refused with every scope listed; with 40
@@ -251,8 +258,9 @@ async def test_defect_09_a_wrong_scope_among_many_long_scopes_gets_a_fitting_ref
 
 async def test_defect_09_a_3000_character_definition_name_gets_an_answer(sim: Sim) -> None:
     """Before: the refusal quoted the 3,000-character name, was over Discord's 2,000 characters,
-    and the error boundary's own reply failed, so the moderator got no answer at all (Discord
-    lets a string option carry up to 6,000). Now: the refusal is fitted to the limit."""
+    and the error boundary's own reply failed, so the moderator got no answer at all (the
+    commands declare no length for these options, and Discord lets a string option carry up to
+    6,000 characters). Now: the boundary fits every reply to the limit."""
     for command in ("event start", "event rehearse"):
         result = await sim.mod.slash(sim.staff, command, definition="q" * 3000)
         assert result.ephemeral, command
@@ -260,6 +268,12 @@ async def test_defect_09_a_3000_character_definition_name_gets_an_answer(sim: Si
         assert text.startswith("no published event is called 'qqqq"), command
         assert len(text) <= limits.CONTENT_MAX and text.endswith("…"), command
         assert_error(sim.env, UnknownDefinition)
+    # A string option may carry up to 6,000 characters; a scope that long is refused in a reply
+    # that quotes only the start of it.
+    result = await sim.mod.slash(sim.staff, "event start", definition="raid", scope="z" * 6000)
+    assert result.response.content == (
+        f"Nothing changed: raid has no scope {'z' * 99 + '…'!r}; its scopes are: none (leave the scope empty)."
+    )
     assert await list_runs(sim.engine) == []
 
 
