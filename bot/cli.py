@@ -207,13 +207,31 @@ def _print_problems(item: CheckedFile) -> None:
 # ── Commands ────────────────────────────────────────────────────────────────
 
 
-def cmd_rehearse(args: argparse.Namespace) -> int:
-    from bot.rehearsal import RehearsalOptions, is_terminal, rehearse
+def _leftover_rehearsal_arguments(args: argparse.Namespace) -> None:
+    """``--resume`` / ``--cancel`` act on the runs already in ``--database``, never a file."""
+    flag = "--resume" if args.resume else "--cancel"
+    if args.database is None:
+        raise UsageError(f"{flag} needs --database URL: the database the interrupted rehearsal kept")
+    if args.file is not None:
+        raise UsageError(f"{flag} acts on the rehearsal runs already in --database: leave out FILE")
+    if args.scope is not None:
+        raise UsageError(f"{flag} acts on every rehearsal run in --database: leave out --scope")
+    if args.cancel is not None and not args.cancel.strip():
+        raise UsageError("--cancel needs a reason; it goes in each run's history")
 
+
+def cmd_rehearse(args: argparse.Namespace) -> int:
+    from bot.rehearsal import RehearsalOptions, cancel_rehearsals, is_terminal, rehearse, resume_rehearsals
+
+    leftovers = args.resume or args.cancel is not None
+    if leftovers:
+        _leftover_rehearsal_arguments(args)
+    elif args.file is None:
+        raise UsageError("name the event definition FILE to rehearse")
     config = load_config(args.config)
     cues = args.cues or ("ask" if is_terminal(sys.stdin) else "confirm")
     options = RehearsalOptions(
-        file=Path(args.file),
+        file=None if leftovers else Path(args.file),
         cues=cues,
         speed=args.speed,
         scope=args.scope,
@@ -221,10 +239,17 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         as_json=args.json,
     )
     if args.database is not None:
-        # Refuse a bad URL before anything starts.
-        check_sqlite_location(checked_database(args.database))
+        # Refuse a bad URL before anything starts; runs to carry on need a database that exists.
+        check_sqlite_location(checked_database(args.database), must_exist=leftovers)
+    if args.cancel is not None:
+
+        async def cancel(engine: AsyncEngine) -> int:
+            await _require_schema(engine, args.database)
+            return await cancel_rehearsals(engine, args.cancel.strip(), as_json=args.json)
+
+        return asyncio.run(_on_database(args.database, cancel))
     try:
-        return asyncio.run(rehearse(options, config))
+        return asyncio.run(resume_rehearsals(options, config) if args.resume else rehearse(options, config))
     except (sa_exc.OperationalError, sa_exc.InterfaceError) as exc:
         where = shown_url(args.database) if args.database else "the temporary rehearsal database"
         raise CommandFailed(f"cannot use {where}: {getattr(exc, 'orig', None) or exc}") from None
@@ -497,20 +522,31 @@ def build_parser() -> argparse.ArgumentParser:
         "start is printed beside each line. The runs are marked as rehearsals.\n\n"
         "If the config names channels, every channel and role alias is checked against it, as\n"
         "the bot would: an unknown one fails its step here rather than in the live event.\n\n"
-        "Exit code: 0 when every run completed, 1 otherwise (invalid file, a step failed and\n"
-        "paused or aborted the run, a cue was not answered).",
+        "With --database the rehearsal is kept in that database. One that was interrupted\n"
+        "(Ctrl-C, a crash, a pause, a cue left unanswered) leaves its runs in flight, and a new\n"
+        "rehearsal refuses the database; carry them on with --resume (paused runs are resumed\n"
+        "past their failed step, cues answered as --cues says), or cancel them with\n"
+        "--cancel REASON. Neither takes a FILE, and neither touches a live run.\n\n"
+        "Exit code: 0 when every run completed (or, with --cancel, every rehearsal run was\n"
+        "cancelled), 1 otherwise (invalid file, a step failed and paused or aborted the run, a\n"
+        "cue was not answered).",
         cmd_rehearse,
     )
     rehearse.epilog = (
         "examples:\n"
         "  python -m bot rehearse examples/invasion.yaml --cues confirm\n"
         "  python -m bot rehearse examples/quiz-night.yaml --speed 60     a minute a second\n"
-        "  python -m bot rehearse examples/invasion.yaml --scope aurora --json | jq .\n\n"
+        "  python -m bot rehearse examples/invasion.yaml --scope aurora --json | jq .\n"
+        "  python -m bot rehearse examples/invasion.yaml --database sqlite+aiosqlite:///r.sqlite3\n"
+        "  python -m bot rehearse --database sqlite+aiosqlite:///r.sqlite3 --resume\n"
+        "  python -m bot rehearse --database sqlite+aiosqlite:///r.sqlite3 --cancel 'start over'\n\n"
         "--json prints one object per line, with a 'type': status (run status changes), phase,\n"
         "step (outcomes: done, parked, retry, failed, confirmed, skipped), delivery (announce or\n"
         "cue, as shown), final (one per run), error and problem."
     )
-    rehearse.add_argument("file", metavar="FILE", help="the event definition (YAML)")
+    rehearse.add_argument(
+        "file", metavar="FILE", nargs="?", help="the event definition (YAML); not with --resume / --cancel"
+    )
     rehearse.add_argument(
         "--cues",
         choices=("ask", "confirm", "skip"),
@@ -584,6 +620,17 @@ def build_parser() -> argparse.ArgumentParser:
         "environment variable only. Run `migrate` first, and `sync` once after installing or\n"
         "upgrading so the slash commands exist.",
         cmd_run,
+    )
+    leftover = rehearse.add_mutually_exclusive_group()
+    leftover.add_argument(
+        "--resume",
+        action="store_true",
+        help="carry on the rehearsal runs an interrupted rehearsal left in --database, to their end",
+    )
+    leftover.add_argument(
+        "--cancel",
+        metavar="REASON",
+        help="cancel the rehearsal runs an interrupted rehearsal left in --database",
     )
 
     sync = command(

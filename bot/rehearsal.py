@@ -7,6 +7,11 @@ drives, on a virtual clock: when nothing is due, the clock jumps to the next ins
 with ``--speed``). Cues are answered from the keyboard or automatically, through the same
 ``Controls.confirm`` / ``Controls.skip`` the Discord buttons call.
 
+A rehearsal kept with ``--database`` that was interrupted (Ctrl-C, a crash, a pause, a cue left
+unanswered) leaves its runs in flight, and a new rehearsal refuses that database. From the
+command line it is then carried on (``resume_rehearsals``: paused runs resumed, the rest driven
+to the end exactly as before) or cleared (``cancel_rehearsals``, through ``Controls.cancel``).
+
 What players and GMs would see is printed by ``ConsoleDelivery``; what the runner did is read
 back from the run log after each tick, so the rehearsal reports the engine's own account of the
 run rather than a guess at it. Nothing here talks to Discord.
@@ -25,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from actions import validation_registry
@@ -34,7 +38,8 @@ from bot.config import Config
 from bot.services import Services, assemble
 from runner import catalog, views
 from runner.clock import Clock, ManualClock, utcnow
-from runner.db import create_engine
+from runner.controls import Controls
+from runner.db import create_engine, masked_url
 from runner.definitions import EventDefinition, load_file
 from runner.engine import RunnerSettings
 from runner.errors import DefinitionError, Problem
@@ -57,7 +62,8 @@ Sleep = Callable[[float], Awaitable[Any]]
 
 @dataclass(frozen=True)
 class RehearsalOptions:
-    file: Path
+    # None when resuming the runs already in ``database_url``.
+    file: Path | None
     cues: CueMode = "confirm"
     # Event seconds per real second; None passes waits instantly.
     speed: float | None = None
@@ -421,7 +427,7 @@ class Rehearsal:
     def __init__(
         self,
         services: Services,
-        definition: EventDefinition,
+        definition: EventDefinition | None,
         options: RehearsalOptions,
         console: Console,
         *,
@@ -442,6 +448,7 @@ class Rehearsal:
 
     async def run(self) -> int:
         services = self.services
+        assert self.definition is not None, "a new rehearsal plays a definition"
         published = await catalog.publish(
             services.engine,
             self.definition,
@@ -464,6 +471,30 @@ class Rehearsal:
             f"cues: {self.options.cues}; waits: {self._pace()}"
         )
         self.console.note("")
+        await self._refresh()
+        try:
+            await self._drive()
+        except _Stop as stop:
+            self.console.emit("error", f"rehearsal stopped: {stop}", message=str(stop))
+        return await self._finish()
+
+    async def carry_on(self, runs: list[views.RunSummary], last_log_ids: dict[int, int]) -> int:
+        """Drive runs an interrupted rehearsal left in flight to their end, as ``run`` would
+        have: a paused run is resumed first (``/event resume``: past its failed step), and only
+        what happens after ``last_log_ids`` is printed."""
+        self.run_ids = [run.id for run in runs]
+        self._last_log_id.update(last_log_ids)
+        self.console.note(
+            f"carrying on {len(runs)} rehearsal run(s): "
+            f"{', '.join(run_label(run.id, run.scope) for run in runs)}; "
+            f"cues: {self.options.cues}; waits: {self._pace()}"
+        )
+        self.console.note("")
+        for run in runs:
+            if run.status == "paused":
+                result = await self.services.controls.resume(run.id, actor=ACTOR)
+                if not result.ok:
+                    self.console.emit("error", result.message, message=result.message, run_id=run.id)
         await self._refresh()
         try:
             await self._drive()
@@ -722,6 +753,7 @@ async def rehearse(
 ) -> int:
     """Validate, publish, start and play ``options.file``; the exit code is 0 only when every
     run completed."""
+    assert options.file is not None, "resume_rehearsals carries on without a file"
     clock = ManualClock(utcnow().replace(microsecond=0))
     console = Console(clock, as_json=options.as_json, stream=stream)
     try:
@@ -763,16 +795,115 @@ async def rehearse(
             await engine.dispose()
 
 
+# Who the run history says cancelled a leftover rehearsal run ("cancelled by rehearse --cancel").
+CANCEL_ACTOR = "rehearse --cancel"
+# Every run in flight in one database, however many: a rehearsal ticks them all.
+IN_FLIGHT_LIMIT = 1_000_000
+
+
 async def _database_is_idle(engine: AsyncEngine, console: Console, url: str) -> bool:
     """A rehearsal ticks every due run in its database; in one that holds runs in flight (the
     live bot's, or an interrupted rehearsal's) it would play those too, on the virtual clock."""
-    busy = await views.list_runs(engine, in_flight_only=True, limit=1000)
+    busy = await views.list_runs(engine, in_flight_only=True, limit=IN_FLIGHT_LIMIT)
     if not busy:
         return True
-    shown = make_url(url).render_as_string(hide_password=True)
+    shown = masked_url(url)
     message = (
         f"{shown} has {len(busy)} run(s) in flight; a rehearsal would advance them too. "
         "Rehearse on a database of its own (or leave out --database for a temporary one)."
     )
+    if all(run.rehearsal for run in busy):
+        message += (
+            " They are all rehearsal runs: `rehearse --database URL --resume` carries them on, "
+            "`rehearse --database URL --cancel REASON` cancels them."
+        )
     console.emit("error", message, message=message)
     return False
+
+
+async def resume_rehearsals(
+    options: RehearsalOptions,
+    config: Config,
+    *,
+    stream: TextIO | None = None,
+    sleep: Sleep = asyncio.sleep,
+) -> int:
+    """Carry on the rehearsal runs in flight in ``options.database_url`` (``rehearse --database
+    URL --resume``); 0 only when every one of them completed. Refused, changing nothing, when
+    the database has a live run in flight: the tick would advance it too."""
+    assert options.database_url is not None, "only a kept database has runs to resume"
+    url = options.database_url
+    engine = create_engine(url)
+    try:
+        await upgrade(engine)
+        busy = await views.list_runs(engine, in_flight_only=True, limit=IN_FLIGHT_LIMIT)
+        last_log_ids: dict[int, int] = {}
+        start = utcnow().replace(microsecond=0)
+        for run in busy:
+            for line in await views.log_for_run(engine, run.id):
+                last_log_ids[run.id] = max(last_log_ids.get(run.id, 0), int(line["id"]))
+                start = max(start, line["at"])
+        # The interrupted rehearsal's virtual clock may have run days ahead of real time: carry
+        # on from where it got to, so the runs' history never goes back in time.
+        clock = ManualClock(start)
+        console = Console(clock, as_json=options.as_json, stream=stream)
+        live = [run for run in busy if not run.rehearsal]
+        if live:
+            message = (
+                f"{masked_url(url)} has {len(live)} live run(s) in flight; carrying on its rehearsals "
+                "would advance them too. Never point rehearse at the live bot's database."
+            )
+            console.emit("error", message, message=message)
+            return 1
+        if not busy:
+            console.note(f"{masked_url(url)} has no rehearsal runs in flight: nothing to resume")
+            return 0
+        services = assemble(
+            engine,
+            lambda _describe: ConsoleDelivery(console, config),
+            clock=clock,
+            settings=REHEARSAL_SETTINGS,
+            owner=ACTOR,
+        )
+        rehearsal = Rehearsal(
+            services,
+            None,
+            options,
+            console,
+            clock=clock,
+            tick_interval_seconds=config.tick_interval_seconds,
+            sleep=sleep,
+        )
+        return await rehearsal.carry_on(sorted(busy, key=lambda run: run.id), last_log_ids)
+    finally:
+        await engine.dispose()
+
+
+async def cancel_rehearsals(
+    engine: AsyncEngine, reason: str, *, as_json: bool = False, stream: TextIO | None = None
+) -> int:
+    """Cancel every rehearsal run in flight in ``engine``'s database through ``Controls.cancel``
+    (``rehearse --database URL --cancel REASON``), with ``reason`` in each run's history; live
+    runs are left alone. 0 when every one was cancelled (or there were none)."""
+    clock = ManualClock(utcnow())
+    console = Console(clock, as_json=as_json, stream=stream)
+    busy = await views.list_runs(engine, in_flight_only=True, limit=IN_FLIGHT_LIMIT)
+    rehearsals = sorted((run for run in busy if run.rehearsal), key=lambda run: run.id)
+    if not rehearsals:
+        console.note("no rehearsal runs in flight: nothing to cancel")
+    controls = Controls(engine, clock=clock)
+    failed = 0
+    for run in rehearsals:
+        result = await controls.cancel(run.id, reason=reason, actor=CANCEL_ACTOR)
+        failed += not result.ok
+        console.emit(
+            "status" if result.ok else "error",
+            f"{run_label(run.id, run.scope)}: {'cancelled' if result.ok else result.message}",
+            run_id=run.id,
+            scope=run.scope,
+            to="cancelled" if result.ok else None,
+            message=result.message,
+        )
+    if len(busy) > len(rehearsals):
+        console.note(f"left {len(busy) - len(rehearsals)} live run(s) alone")
+    return 1 if failed else 0

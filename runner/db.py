@@ -143,6 +143,10 @@ def check_url(url: str) -> sa.engine.URL:
             raise DatabaseUrlError(
                 f"{where}: a SQLite URL names a file only (sqlite+{SQLITE_DRIVER}:///path/to/file.sqlite3)"
             )
+        if not parsed.database or parsed.database == ":memory:" or "mode=memory" in parsed.database:
+            # Each command and the bot are processes of their own: a database in memory would
+            # vanish with the command that made it (and the engine's pool cannot hold one).
+            raise DatabaseUrlError(f"{where}: name a database file; one in memory vanishes with the command")
         if parsed.query:
             # The connect listener sets SQLite's options; the dialect ignores the rest with a warning.
             raise DatabaseUrlError(f"{where}: a SQLite URL takes no ?options")

@@ -1,0 +1,486 @@
+"""Regression tests for the command-line defects of issue 8 that concern the config, database
+URLs and kept rehearsal databases (defects 6 on the ``--config`` side, 7, 11 and 15). Each test
+is named for its defect and says what happened before and what must happen now."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import io
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bot.config import Config, ConfigError, load
+from bot.rehearsal import RehearsalOptions, rehearse
+from runner import views
+from runner.clock import ManualClock, utcnow
+from runner.controls import Controls
+from runner.db import DatabaseUrlError, check_url, create_engine
+from runner.schema import run_log, runs, steps
+from tests.cli.conftest import (
+    EXAMPLE_CONFIG,
+    EXAMPLES,
+    Cli,
+    announce,
+    definition,
+    on_database,
+    sqlite_url,
+    write_yaml,
+)
+
+TREASURE = EXAMPLES / "treasure-hunt.yaml"
+INVASION = EXAMPLES / "invasion.yaml"
+PASSWORD = "hunter2-Sw0rdf1sh"
+
+
+def _only_one_problem_line(err: str, source: Path) -> str:
+    """The CLI's config refusal: the header, then exactly one problem line; that line."""
+    lines = err.splitlines()
+    assert "Traceback" not in err
+    assert lines[0] == f"the configuration is not valid ({source}):", err
+    assert len(lines) == 2, err
+    return lines[1]
+
+
+# ── defect 6: tracebacks from --config ──────────────────────────────────────
+
+
+def test_defect_06_a_config_file_that_is_not_utf8_is_one_located_line(cli: Cli, tmp_path: Path) -> None:
+    """Before: ``--config`` on a Latin-1 file died with a UnicodeDecodeError traceback. Now: one
+    line naming the line and column of the first byte that is not UTF-8, exit code 2."""
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("guild_id: 100000000000000001\ngm_channel: caf\u00e9\n".encode("latin-1"))
+    result = cli("runs", "--config", path)
+    assert result.code == 2
+    line = _only_one_problem_line(result.err, path)
+    assert line == "  - line 2, column 16: the file is not UTF-8 text (byte 0xe9); save it as UTF-8"
+
+
+def test_defect_06_a_config_timestamp_offset_of_24h_or_more_is_one_located_line(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Before: a YAML timestamp with the offset +25:00 escaped PyYAML as a ValueError from
+    ``datetime`` and printed a traceback. Now: one line with its place, exit code 2."""
+    path = write_yaml(
+        tmp_path / "c.yaml", "tick_interval_seconds: 5\ndefinitions_dir: 2026-12-05T19:00:00+25:00\n"
+    )
+    result = cli("migrate", "--config", path)
+    assert result.code == 2
+    line = _only_one_problem_line(result.err, path)
+    assert line == "  - line 2, column 18: a time zone offset must be less than 24 hours (e.g. +01:00)"
+
+
+def test_defect_06_a_config_integer_of_more_than_4300_digits_is_one_located_line(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Before: ``guild_id:`` followed by 5,000 digits hit Python's int conversion limit inside
+    PyYAML and printed a traceback. Now: one located line, exit code 2."""
+    path = write_yaml(tmp_path / "c.yaml", "guild_id: " + "7" * 5000 + "\n")
+    result = cli("runs", "--config", path)
+    assert result.code == 2
+    line = _only_one_problem_line(result.err, path)
+    assert line == "  - line 1, column 11: a number of more than 4,300 digits is too long to read"
+
+
+def test_defect_06_the_config_loader_raises_only_config_error_for_each_case(tmp_path: Path) -> None:
+    """The same three, through ``bot.config.load`` as every command calls it."""
+    cases = {
+        "bytes.yaml": b"guild_id: \xff\n",
+        "offset.yaml": b"definitions_dir: 2026-01-01T00:00:00-24:00\n",
+        "digits.yaml": b"rehearsal_speed: " + b"1" * 4301 + b"\n",
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ConfigError) as caught:
+            load(tmp_path / name, {})
+        assert len(caught.value.problems) == 1 and caught.value.problems[0].startswith("line 1, column ")
+
+
+# ── defect 7: tracebacks from a malformed database URL ──────────────────────
+
+BAD_URLS = [
+    (
+        f"mysql+asyncmy://eventbot:{PASSWORD}@db.example.org:abc/eventbot",
+        "the port must be a number from 1 to 65535",
+    ),
+    (
+        f"mysql+asyncmy://eventbot:{PASSWORD}@127.0.0.1:99999/eventbot",
+        "the port must be a number from 1 to 65535",
+    ),
+    (f"mysql+asyncmy://eventbot:{PASSWORD}@127.0.0.1/eventbot?charset=nope", "?charset must be utf8mb4"),
+    (f"mysql+asyncmy://eventbot:{PASSWORD}@127.0.0.1/eventbot?foo=bar", "unknown option ?foo"),
+    (f"mysql+pymysql://eventbot:{PASSWORD}@127.0.0.1/eventbot", "use the mysql+asyncmy:// driver"),
+    ("sqlite:///eventbot.sqlite3", "use the sqlite+aiosqlite:// driver"),
+    ("sqlite+aiosqlite:///eventbot.sqlite3?timeout=abc", "a SQLite URL takes no ?options"),
+]
+
+
+@pytest.mark.parametrize(("url", "says"), BAD_URLS)
+@pytest.mark.parametrize("command", ["migrate", "runs", "publish", "rehearse"])
+def test_defect_07_a_malformed_database_url_is_one_line_and_exit_2(
+    cli: Cli, tmp_path: Path, command: str, url: str, says: str
+) -> None:
+    """Before: these URLs gave a ValueError, OverflowError or TypeError traceback (some only at
+    the first connect), exit code 1. Now: one line naming what is wrong, the password hidden,
+    exit code 2, and nothing created."""
+    event = write_yaml(tmp_path / "event.yaml", definition(announce("announcements", "Hello")))
+    extra = [event] if command in ("publish", "rehearse") else []
+    result = cli(command, *extra, "--database", url)
+    assert result.code == 2, result.err
+    assert result.err.startswith("error: --database: database url ") and says in result.err, result.err
+    assert len(result.err.splitlines()) == 1, result.err
+    assert PASSWORD not in result.err + result.out
+    assert not (tmp_path / "eventbot.sqlite3").exists()
+
+
+@pytest.mark.parametrize(("url", "says"), BAD_URLS)
+def test_defect_07_run_refuses_a_malformed_database_url_before_anything_starts(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, url: str, says: str
+) -> None:
+    """``run`` reads the URL from the config (here EVENTBOT_DATABASE_URL): the config check
+    refuses it, naming the key and the variable, before the bot connects to anything."""
+    monkeypatch.setenv("DISCORD_TOKEN", "not-a-real-token")
+    monkeypatch.setenv("EVENTBOT_DATABASE_URL", url)
+    result = cli("run")
+    assert result.code == 2
+    assert "Traceback" not in result.err
+    problems = result.err.splitlines()[1:]
+    assert len(problems) == 1 and problems[0].startswith("  - database_url (from EVENTBOT_DATABASE_URL): ")
+    assert says in problems[0]
+    assert PASSWORD not in result.err + result.out
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite+aiosqlite:///eventbot.sqlite3",
+        "mysql+asyncmy://u:p@db:3306/eventbot?charset=utf8mb4",
+        "mysql+asyncmy://u:p@db/eventbot?connect_timeout=5&read_timeout=30&ssl_check_hostname=false",
+        "mysql+asyncmy://u@/eventbot?unix_socket=/run/mysqld/mysqld.sock",
+    ],
+)
+def test_defect_07_good_urls_still_pass_the_check(url: str) -> None:
+    assert check_url(url).get_backend_name() in ("sqlite", "mysql")
+    create_engine(url).sync_engine.dispose()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"mysql+asyncmy://u:{PASSWORD}@db/x?charset=utf8mb4&charset=latin1",
+        f"mysql+asyncmy://u:{PASSWORD}@db/x?ssl_ca=/no/such/ca.pem",
+        f"mysql+asyncmy://u:{PASSWORD}@db:0/x",
+        f"mysql+asyncmy://u:{PASSWORD}@db/x?connect_timeout=\u0665",
+        f"mysql+asyncmy://u:p@ss{PASSWORD}@db:x/x",
+        f"postgresql+asyncpg://u:{PASSWORD}@db/x",
+        "sqlite+aiosqlite:///a\x00b.sqlite3",
+        "sqlite+aiosqlite://",
+        "sqlite+aiosqlite:///:memory:",
+        "not a url",
+        "",
+    ],
+)
+def test_defect_07_the_url_check_raises_one_error_type_and_hides_the_password(url: str) -> None:
+    """The one place every URL is checked (``runner.db.check_url``, which ``create_engine``
+    calls): one error type, one line, never the password (even one with an '@' in it)."""
+    with pytest.raises(DatabaseUrlError) as caught:
+        create_engine(url)
+    message = str(caught.value)
+    assert message.startswith("database url") and "\n" not in message
+    assert PASSWORD not in message
+
+
+# ── defect 11: config bounds ─────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "key"),
+    [
+        ("EVENTBOT_TICK_INTERVAL_SECONDS", "1e-9", "tick_interval_seconds"),
+        ("EVENTBOT_GUILD_ID", "-5", "guild_id"),
+        ("EVENTBOT_REHEARSAL_SPEED", "inf", "rehearsal_speed"),
+    ],
+)
+def test_defect_11_out_of_bounds_environment_values_are_refused_naming_the_variable(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, variable: str, value: str, key: str
+) -> None:
+    """Before: a tick every nanosecond, a negative guild id and an infinite rehearsal speed were
+    all accepted. Now each is refused, naming the key and the environment variable."""
+    monkeypatch.setenv(variable, value)
+    result = cli("migrate")
+    assert result.code == 2
+    assert f"  - {key} (from {variable}): must be " in result.err, result.err
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("guild_id", 0),
+        ("guild_id", 2**64),
+        ("guild_id", 1.0e17),
+        ("guild_id", True),
+        ("guild_id", "\u0661\u0662\u0663"),
+        ("guild_id", "12 34"),
+        ("tick_interval_seconds", 0.49),
+        ("tick_interval_seconds", 300.5),
+        ("tick_interval_seconds", float("nan")),
+        ("tick_interval_seconds", 10**400),
+        ("tick_interval_seconds", False),
+        ("rehearsal_speed", 0.99),
+        ("rehearsal_speed", 10_001),
+        ("rehearsal_speed", float("inf")),
+        ("rehearsal_speed", "\u0663"),
+    ],
+)
+def test_defect_11_every_numeric_key_has_a_bound(tmp_path: Path, key: str, value: object) -> None:
+    """Ids are snowflakes (positive, below 2**64, ASCII digits, never a float that would round
+    them); the tick interval is 0.5 to 300 s; the rehearsal speed is finite, 1 to 10,000."""
+    problems = _problems_of(tmp_path, {key: value})
+    assert [p.split(":")[0] for p in problems] == [key], problems
+
+
+@pytest.mark.parametrize(
+    ("section", "value"), [("channels", 0), ("channels", -5), ("roles", 2**64), ("roles", "\u00b2")]
+)
+def test_defect_11_channel_and_role_ids_are_snowflakes(tmp_path: Path, section: str, value: object) -> None:
+    problems = _problems_of(tmp_path, {section: {"news": value}})
+    assert len(problems) == 1 and problems[0].startswith(f"{section}.news: must be a Discord id"), problems
+
+
+@pytest.mark.parametrize("alias", ["123", "#news", "two words", ""])
+def test_defect_11_an_alias_a_definition_could_not_name_is_refused(tmp_path: Path, alias: str) -> None:
+    """An all-digit alias would be read as a raw id, "#news" as the alias "news"."""
+    problems = _problems_of(tmp_path, {"channels": {alias: 100000000000000101}})
+    assert len(problems) == 1 and problems[0].startswith("channels.") and "(the alias)" in problems[0]
+
+
+def test_defect_11_the_edges_of_every_bound_are_accepted(tmp_path: Path) -> None:
+    path = write_yaml(
+        tmp_path / "c.yaml",
+        {
+            "guild_id": "18446744073709551615",
+            "channels": {"news": 1},
+            "tick_interval_seconds": 0.5,
+            "rehearsal_speed": 10_000,
+        },
+    )
+    config = load(path, {})
+    assert config.guild_id == 2**64 - 1 and config.channels == {"news": 1}
+    assert config.tick_interval_seconds == 0.5 and config.rehearsal_speed == 10_000.0
+    upper = load(None, {"EVENTBOT_TICK_INTERVAL_SECONDS": "300", "EVENTBOT_REHEARSAL_SPEED": "1"})
+    assert upper.tick_interval_seconds == 300.0 and upper.rehearsal_speed == 1.0
+
+
+def test_defect_11_the_example_config_documents_every_bound() -> None:
+    text = EXAMPLE_CONFIG.read_text()
+    for bound in ("0.5", "300", "10000", "2**64"):
+        assert bound in text, f"config.example.yaml does not give the bound {bound}"
+
+
+def _problems_of(tmp_path: Path, data: dict[str, object]) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        load(write_yaml(tmp_path / "c.yaml", data), {})
+    return caught.value.problems
+
+
+# ── defect 15: a crashed `rehearse --database` can be finished or cleared ───
+
+
+def _stop_at_a_cue(cli: Cli, url: str, event: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What an interrupted rehearsal leaves: runs in flight, parked at a GM cue."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    assert cli("rehearse", event, "--database", url, "--cues", "ask").code == 1
+
+
+def test_defect_15_an_interrupted_rehearsal_is_carried_on_with_resume(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a rehearsal kept with --database that stopped early could only be refused ever
+    after ("has 1 run(s) in flight"), and nothing offline could finish it. Now the refusal says
+    what to do, and ``rehearse --database URL --resume`` drives the runs to the end."""
+    url = sqlite_url(tmp_path / "kept.sqlite3")
+    _stop_at_a_cue(cli, url, TREASURE, monkeypatch)
+    refused = cli("rehearse", TREASURE, "--database", url)
+    assert refused.code == 1 and "`rehearse --database URL --resume` carries them on" in refused.out
+
+    result = cli("rehearse", "--database", url, "--resume", "--cues", "confirm")
+    assert result.code == 0, result.out + result.err
+    assert "carrying on 1 rehearsal run(s): run 1" in result.out
+    assert "Watch for the finder) confirmed by rehearsal" in result.out
+    assert "rehearsal completed: 1 of 1 runs completed" in result.out
+    assert "First clue" not in result.out, "only what happens from now on is printed"
+    assert [run.status for run in on_database(url, lambda e: views.list_runs(e))] == ["completed"]
+    # The first rehearsal's virtual clock had run ten minutes ahead; carrying on from real time
+    # would write the cue's confirmation before the cue was posted.
+    moments = [line["at"] for line in on_database(url, lambda e: views.log_for_run(e, 1))]
+    assert moments == sorted(moments), "the run's history goes back in time"
+    assert cli("rehearse", TREASURE, "--database", url, "--cues", "confirm").code == 0
+
+
+def test_defect_15_resume_carries_on_a_paused_run(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rehearsal that stopped at a pause (a failed step, or staff pressing pause) is carried on
+    the way ``/event resume`` would: past the pause, to the end."""
+    url = sqlite_url(tmp_path / "kept.sqlite3")
+    _stop_at_a_cue(cli, url, TREASURE, monkeypatch)
+
+    async def pause(engine: AsyncEngine) -> None:
+        assert (await Controls(engine, clock=ManualClock(utcnow())).pause(1, actor="gm")).ok
+
+    on_database(url, pause)
+    result = cli("rehearse", "--database", url, "--resume", "--cues", "confirm")
+    assert result.code == 0, result.out + result.err
+    assert "run 1: paused → running (resume)" in result.out
+    assert "rehearsal completed: 1 of 1 runs completed" in result.out
+
+
+def test_defect_15_resume_takes_over_what_a_killed_rehearsal_left_mid_step(cli: Cli, tmp_path: Path) -> None:
+    """A rehearsal killed while it dispatched a step leaves that step and its run leased to a
+    process that is gone, at a virtual time hours ahead of the real one. Resume waits the leases
+    out on the virtual clock, reclaims the step and sends it once."""
+    url = sqlite_url(tmp_path / "kept.sqlite3")
+    wait = {"action": "core.wait", "params": {"duration": "6h"}}
+    event = write_yaml(
+        tmp_path / "event.yaml",
+        definition(
+            announce("announcements", "First"),
+            wait,
+            announce("announcements", "Second"),
+            wait,
+            announce("announcements", "Third"),
+        ),
+    )
+    sleeps: list[float] = []
+
+    async def killed_at_the_second_wait(seconds: float) -> None:
+        sleeps.append(seconds)
+        if len(sleeps) == 2:
+            raise _Killed
+
+    options = RehearsalOptions(file=event, speed=60, database_url=url)
+    with pytest.raises(_Killed):
+        asyncio.run(rehearse(options, Config(), stream=io.StringIO(), sleep=killed_at_the_second_wait))
+
+    async def lease_the_last_step(engine: AsyncEngine) -> None:
+        # What a kill during the last step's dispatch leaves: both leases held, attempts spent.
+        async with engine.begin() as conn:
+            due = (
+                await conn.execute(sa.select(steps.c.due_at).where(steps.c.run_id == 1, steps.c.seq == 4))
+            ).scalar_one()
+            held = due + dt.timedelta(seconds=75)
+            await conn.execute(
+                sa.update(steps)
+                .where(steps.c.run_id == 1, steps.c.seq == 4)
+                .values(
+                    status="running",
+                    attempts=1,
+                    started_at=due,
+                    claimed_by="rehearsal",
+                    claim_expires_at=held,
+                )
+            )
+            await conn.execute(
+                sa.update(runs).where(runs.c.id == 1).values(claimed_by="rehearsal", claim_expires_at=held)
+            )
+
+    on_database(url, lease_the_last_step)
+    result = cli("rehearse", "--database", url, "--resume")
+    assert result.code == 0, result.out + result.err
+    assert "main step 4 (discord.announce) reclaimed" in result.out
+    assert result.out.count("Third") == 1 and "Second" not in result.out
+    assert "rehearsal completed: 1 of 1 runs completed" in result.out
+
+
+class _Killed(Exception):
+    """Stands in for the process dying during a wait."""
+
+
+def test_defect_15_leftover_rehearsal_runs_are_cancelled_with_a_reason(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``rehearse --database URL --cancel REASON`` cancels every rehearsal run in flight through
+    ``Controls.cancel`` (logged with its reason and who did it); the database can be used again."""
+    url = sqlite_url(tmp_path / "kept.sqlite3")
+    _stop_at_a_cue(cli, url, INVASION, monkeypatch)
+    result = cli("rehearse", "--database", url, "--cancel", "starting over")
+    assert result.code == 0, result.err
+    assert result.out.count(": cancelled") == 3
+    summaries = on_database(url, lambda e: views.list_runs(e))
+    assert {run.status for run in summaries} == {"cancelled"}
+    assert {run.last_error for run in summaries} == {"cancelled by rehearse --cancel: starting over"}
+
+    async def cancel_lines(engine: AsyncEngine) -> int:
+        async with engine.connect() as conn:
+            query = sa.select(sa.func.count()).where(run_log.c.actor == "rehearse --cancel")
+            return int((await conn.execute(query)).scalar_one())
+
+    assert on_database(url, cancel_lines) >= 3
+    again = cli("rehearse", "--database", url, "--cancel", "again")
+    assert again.code == 0 and "nothing to cancel" in again.out
+    assert cli("rehearse", INVASION, "--database", url, "--cues", "confirm").code == 0
+
+
+def test_defect_15_resume_refuses_a_database_with_a_live_run_and_cancel_leaves_it_alone(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Carrying on would tick every due run, so a live run in flight refuses --resume (changing
+    nothing); --cancel only ever touches rehearsal runs."""
+    url = sqlite_url(tmp_path / "shared.sqlite3")
+    _stop_at_a_cue(cli, url, TREASURE, monkeypatch)
+
+    async def start_live(engine: AsyncEngine) -> int:
+        started = await Controls(engine, clock=ManualClock(utcnow())).start("treasure-hunt", actor="staff")
+        assert started.ok, started.message
+        return started.run_ids[0]
+
+    live = on_database(url, start_live)
+    before = on_database(url, lambda e: views.list_runs(e))
+    result = cli("rehearse", "--database", url, "--resume")
+    assert result.code == 1
+    assert "has 1 live run(s) in flight" in result.out
+    assert on_database(url, lambda e: views.list_runs(e)) == before
+
+    assert cli("rehearse", "--database", url, "--cancel", "tidy up").code == 0
+    after = {run.id: run for run in on_database(url, lambda e: views.list_runs(e))}
+    assert after[live].status == "scheduled" and not after[live].rehearsal
+    assert all(run.status == "cancelled" for run in after.values() if run.rehearsal)
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--resume"], "--resume needs --database URL"),
+        (["--cancel", "x"], "--cancel needs --database URL"),
+        (["FILE", "--database", "DB", "--resume"], "leave out FILE"),
+        (["--database", "DB", "--resume", "--scope", "east"], "leave out --scope"),
+        (["--database", "DB", "--cancel", "  "], "--cancel needs a reason"),
+        ([], "name the event definition FILE to rehearse"),
+    ],
+)
+def test_defect_15_resume_and_cancel_say_what_they_need(
+    cli: Cli, tmp_path: Path, argv: list[str], says: str
+) -> None:
+    url = sqlite_url(tmp_path / "kept.sqlite3")
+    args = [str(TREASURE) if a == "FILE" else url if a == "DB" else a for a in argv]
+    result = cli("rehearse", *args)
+    assert result.code == 2
+    assert result.err.startswith("error: ") and says in result.err
+    assert len(result.err.splitlines()) == 1, result.err
+    assert not (tmp_path / "kept.sqlite3").exists()
+
+
+def test_defect_15_rehearse_help_documents_resume_and_cancel(cli: Cli) -> None:
+    result = cli("rehearse", "--help")
+    assert result.code == 0
+    for text in (
+        "--resume",
+        "--cancel REASON",
+        "interrupted",
+        "rehearse --database sqlite+aiosqlite:///r.sqlite3 --resume",
+    ):
+        assert text in result.out, text
