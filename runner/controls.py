@@ -265,7 +265,7 @@ class Controls:
             )
         now = self.clock.now()
         async with self.engine.begin() as conn:
-            run = await runs_sql.get(conn, run_id)
+            run = await runs_sql.get_for_update(conn, run_id)
             if run is None or run["status"] not in RUN_IN_FLIGHT:
                 return ControlResult(False, f"cannot cancel: {explain_run(run, run_id)}", run_id=run_id)
             cues = await steps_sql.parked_cues(conn, run_id)
@@ -300,7 +300,7 @@ class Controls:
     async def _retry(self, run_id: int, actor: str | None) -> ControlResult:
         now = self.clock.now()
         async with self.engine.begin() as conn:
-            run = await runs_sql.get(conn, run_id)
+            run = await runs_sql.get_for_update(conn, run_id)
             if run is None or run["status"] not in ("running", "paused"):
                 return ControlResult(False, f"cannot retry: {explain_run(run, run_id)}", run_id=run_id)
             phase = run["current_phase"]

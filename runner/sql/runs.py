@@ -57,6 +57,15 @@ async def get(conn: AsyncConnection, run_id: int) -> Row | None:
     return (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).mappings().first()
 
 
+async def get_for_update(conn: AsyncConnection, run_id: int) -> Row | None:
+    """The run, locked until the transaction ends (MariaDB; SQLite's ``BEGIN IMMEDIATE`` already
+    serialises writers). A control that decides from the status it read needs that status to hold
+    until it writes: under READ COMMITTED a plain read lets a resume slip in between, and the
+    cancel that read ``paused`` would then refuse a run that is still in flight."""
+    query = sa.select(runs).where(runs.c.id == run_id).with_for_update()
+    return (await conn.execute(query)).mappings().first()
+
+
 async def claim_start(
     conn: AsyncConnection, run_id: int, owner: str, lease_until: dt.datetime, now: dt.datetime
 ) -> bool:
