@@ -27,15 +27,16 @@ from typing import Any, TypeVar
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from actions import validation_registry
+from actions import build_registry, validation_registry
 from bot import config as config_module
 from bot.config import Config, ConfigError
 from runner import catalog, views
-from runner.clock import utcnow
+from runner.clock import SystemClock, utcnow
 from runner.db import DatabaseUrlError, check_url, create_engine, masked_url
 from runner.definitions import CronSchedule, EventDefinition, OnceSchedule, load_file
 from runner.errors import DefinitionError, Problem
 from runner.migrate import current_revision, upgrade
+from runner.preflight import preflight
 
 DEFAULT_CONFIG = "config.yaml"
 EXIT_OK = 0
@@ -175,9 +176,11 @@ def definition_files(arguments: Sequence[str]) -> list[Path]:
     return paths
 
 
-def check_files(paths: Sequence[Path]) -> list[CheckedFile]:
+def check_files(paths: Sequence[Path], config: Config | None = None) -> list[CheckedFile]:
     """Validate every file completely (schema and each step's params), then check that no two
-    files use one key: publishing both would make the second silently replace the first."""
+    files use one key: publishing both would make the second silently replace the first. With a
+    config that names a server's channels or roles, every alias each step names is checked
+    against it too (``check_aliases``)."""
     registry = validation_registry()
     checked: list[CheckedFile] = []
     for path in paths:
@@ -185,6 +188,8 @@ def check_files(paths: Sequence[Path]) -> list[CheckedFile]:
             checked.append(CheckedFile(path, load_file(path, registry)))
         except DefinitionError as exc:
             checked.append(CheckedFile(path, None, list(exc.problems)))
+    if config is not None and (config.channels or config.roles):
+        asyncio.run(check_aliases(checked, config))
     by_key: dict[str, list[CheckedFile]] = defaultdict(list)
     for item in checked:
         if item.definition is not None:
@@ -196,6 +201,27 @@ def check_files(paths: Sequence[Path]) -> list[CheckedFile]:
                 Problem(f"key {key!r} is also used by {others}", file=str(item.path), field="key")
             )
     return checked
+
+
+async def check_aliases(checked: Sequence[CheckedFile], config: Config) -> None:
+    """Every channel, ``gm_channel`` and ping role the valid definitions name, against the
+    config. It is the preflight the bot runs before a start, with the rehearsal's offline
+    delivery in Discord's place: that delivery refuses what the config lacks, exactly as it does
+    when the step runs, so what passes here is what a rehearsal (and the bot) will post."""
+    from bot.rehearsal import Console, ConsoleDelivery
+
+    async def no_context(run_id: int, step_id: int) -> None:
+        return None
+
+    console = Console(SystemClock(), as_json=False, stream=io.StringIO())
+    registry = build_registry(ConsoleDelivery(console, config), no_context)
+    for item in checked:
+        if item.definition is None:
+            continue
+        found = await preflight(registry, item.definition, scope=item.definition.run_scopes()[0])
+        item.problems.extend(
+            Problem(p.message, file=str(item.path), phase=p.phase, step=p.step, field=p.field) for p in found
+        )
 
 
 def _print_problems(item: CheckedFile) -> None:
@@ -256,7 +282,8 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    checked = check_files(definition_files(args.files))
+    config = load_config(args.config)
+    checked = check_files(definition_files(args.files), config)
     for item in checked:
         if item.valid:
             assert item.definition is not None
@@ -293,7 +320,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
                 "or set definitions_dir in the config"
             )
         paths = definition_files([str(directory)])
-    checked = check_files(paths)
+    checked = check_files(paths, config)
     invalid = [item for item in checked if not item.valid]
     if invalid:
         for item in invalid:
@@ -573,6 +600,9 @@ def build_parser() -> argparse.ArgumentParser:
         "Check each FILE completely: the schema (keys, phases, schedule, grace, scopes) and every\n"
         "step's params against the action it names. Every problem is printed with its file,\n"
         "phase, step (counted from 0) and field. A directory stands for its *.yaml/*.yml files.\n\n"
+        "When the config (--config, else ./config.yaml) names channels or roles, every channel\n"
+        "alias, the gm_channel a cue falls back to, and every ping role is checked against it;\n"
+        "publish checks the same. The limits on an event's size and schedule are in the README.\n\n"
         "Exit code: 0 when every file is valid, 1 otherwise.",
         cmd_validate,
     )

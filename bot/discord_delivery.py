@@ -70,15 +70,7 @@ class DiscordDelivery:
     async def announce(self, announcement: Announcement) -> Posted:
         rehearsal = bool(announcement.context and announcement.context.rehearsal)
         channel = await self._channel(announcement.channel, rehearsal=rehearsal)
-        role_id = self.config.role_id(announcement.ping_role) if announcement.ping_role else None
-        if announcement.ping_role and role_id is None:
-            log.warning(
-                "run %s step %s: ping role %r is not in config; announcing without it",
-                announcement.run_id,
-                announcement.step_id,
-                announcement.ping_role,
-                extra={"run_id": announcement.run_id, "step_id": announcement.step_id},
-            )
+        role_id = self._ping_role_id(announcement.ping_role)
         parts = [f"<@&{role_id}>" if role_id else None, announcement.content]
         content = " ".join(p for p in parts if p) or None
         embed = build_embed(announcement.embed) if announcement.embed else None
@@ -95,7 +87,7 @@ class DiscordDelivery:
     async def post_cue(self, cue: Cue) -> Posted:
         rehearsal = bool(cue.context and cue.context.rehearsal)
         channel = await self._channel(self._cue_channel_ref(cue), rehearsal=rehearsal)
-        role_id = self.config.role_id(cue.ping_role) if cue.ping_role else None
+        role_id = self._ping_role_id(cue.ping_role)
         content = f"<@&{role_id}>" if role_id else None
         if rehearsal:
             content = f"{REHEARSAL_MARK} {content or ''}".strip()
@@ -183,6 +175,18 @@ class DiscordDelivery:
             everyone=self.config.announce.allow_everyone, users=False, roles=roles, replied_user=False
         )
 
+    def _ping_role_id(self, alias: str | None) -> int | None:
+        """The role a step pings. One the config does not have fails the step, terminal: posting
+        without the ping would drop it silently from a run that then reads as healthy."""
+        if alias is None:
+            return None
+        role_id = self.config.roles.get(alias)
+        if role_id is None:
+            raise DeliveryError(
+                f"ping role {alias!r} is not one of the role aliases in config (roles)", transient=False
+            )
+        return role_id
+
     def _cue_channel_ref(self, cue: Cue) -> str | None:
         return cue.channel or self.config.gm_channel
 
@@ -195,7 +199,8 @@ class DiscordDelivery:
         ref: str,
         announcement: bool,
     ) -> list[str]:
-        role_id = self.config.role_id(alias)
+        # Aliases only: a raw id would ping a role the config never named.
+        role_id = self.config.roles.get(alias)
         if role_id is None:
             return [f"ping role {alias!r} is not one of the role aliases in config (roles)"]
         allowed = {self.config.roles[a] for a in self.config.announce.allowed_ping_roles}

@@ -189,10 +189,10 @@ class ConsoleDelivery:
     embed, who is pinged); cues as the GM sees them. The rules are the Discord delivery's
     (``bot.discord_delivery``): an announcement pings only roles in
     ``announce.allowed_ping_roles`` (others show, inert), a cue pings its own role,
-    ``@everyone`` / ``@here`` ping only with ``announce.allow_everyone``, and a ping role the
-    config does not know is dropped. When the config names channels it is a real server's, and
-    an alias it lacks fails the step for good, as it would live; with no channels configured
-    (the quick start), any alias is accepted. Rehearsal runs go to the sandbox channel in
+    ``@everyone`` / ``@here`` ping only with ``announce.allow_everyone``. When the config names
+    channels or roles it is a real server's, and a channel or ping role it lacks fails the step
+    for good, as it would live; with neither configured (the quick start), any alias is
+    accepted. Rehearsal runs go to the sandbox channel in
     Discord; here each message is shown where the live event would post it.
     """
 
@@ -236,7 +236,18 @@ class ConsoleDelivery:
         return channel.lstrip("#") if channel else None
 
     def _problems(self, request: Announcement | Cue) -> list[str]:
-        """What would make the bot refuse to post: a channel the config does not have."""
+        """What would make the bot refuse to post: a channel or a ping role the config does not
+        have. ``validate`` and ``publish`` ask the same question (through ``check``) when a
+        config is in effect, so what they accept is what this delivery posts."""
+        problems = self._channel_problems(request)
+        if self._unknown_role(request.ping_role):
+            known = ", ".join(sorted(self.config.roles)) or "none"
+            problems.append(
+                f"ping role {request.ping_role!r} is not one of the role aliases in config (roles: {known})"
+            )
+        return problems
+
+    def _channel_problems(self, request: Announcement | Cue) -> list[str]:
         if not self._strict:
             return []
         channel = self._channel(request)
@@ -248,16 +259,12 @@ class ConsoleDelivery:
         return []
 
     def _unknown_role(self, role: str | None) -> bool:
-        """A ping role the config does not know: the bot posts without the ping."""
-        return bool(role and self.config.roles and self.config.role_id(role) is None)
+        """A ping role a configured server does not have (the bot refuses such a step)."""
+        configured = self.config.roles or self.config.channels
+        return bool(role and configured and role not in self.config.roles)
 
     async def check(self, request: Announcement | Cue) -> list[str]:
-        problems = self._problems(request)
-        if self._unknown_role(request.ping_role):
-            problems.append(
-                f"ping role {request.ping_role!r} is not one of the role aliases in config (roles)"
-            )
-        return problems
+        return self._problems(request)
 
     # ── showing ──
 
@@ -325,8 +332,6 @@ class ConsoleDelivery:
         text = f"pings {', '.join(pinged)}" if pinged else "no ping"
         if inert:
             text += f"; {', '.join(inert)} shown but inert (pings nobody)"
-        if self._unknown_role(role):
-            text += f"; ping role {role!r} dropped: it is not one of the role aliases in config"
         return text
 
     def _show_announcement(self, a: Announcement, label: str, channel: str | None) -> None:
