@@ -394,13 +394,18 @@ def _table(runs: Sequence[views.RunSummary]) -> str:
             run.current_phase or "-",
             run.scheduled_for.strftime("%Y-%m-%d %H:%M:%S"),
             "rehearsal" if run.rehearsal else "live",
-            (run.last_error or "-").replace("\n", " ")[:80],
+            # A run the runner cannot read is left alone with no error of its own: say why.
+            _one_line(f"definition unreadable: {run.unreadable}" if run.unreadable else run.last_error)[:80],
         )
         for run in runs
     ]
     widths = [max(len(row[i]) for row in [RUN_COLUMNS, *rows]) for i in range(len(RUN_COLUMNS))]
     lines = [_format_row(RUN_COLUMNS, widths)] + [_format_row(row, widths) for row in rows]
     return "\n".join(lines)
+
+
+def _one_line(text: str | None) -> str:
+    return (text or "-").replace("\n", " ")
 
 
 def _format_row(row: Sequence[str], widths: Sequence[int]) -> str:
