@@ -118,9 +118,11 @@ async def click(interaction: discord.Interaction, step_id: int, verb: str) -> No
     controls = bot.services.controls
     actor = actor_label(interaction.user)
     # The step id and verb come from the custom id, which only Discord's own check ties to this
-    # message: the control acts on a posted GM cue and nothing else (a Skip naming a pending
-    # announcement is refused). The guild was checked by ``refusal`` above.
-    result = await controls.settle_cue(step_id, verb, actor=actor)
+    # message: the control acts only on the GM cue posted as this very message (a Skip naming a
+    # pending announcement, or a copied button naming another cue, is refused). The guild was
+    # checked by ``refusal`` above.
+    message_id = str(interaction.message.id) if interaction.message is not None else None
+    result = await controls.settle_cue(step_id, verb, actor=actor, message_id=message_id)
     ids = {"run_id": result.run_id, "step_id": step_id}
     if result.ok:
         status = "done" if verb == "confirm" else "skipped"

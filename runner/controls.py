@@ -74,6 +74,25 @@ _ENDED_WORDS = {
 }
 
 
+def _posted_message(step: Any) -> str | None:
+    """The message id a cue step's action answered it was posted as, if it says."""
+    result = step["result"]
+    posted = result.get("posted") if isinstance(result, dict) else None
+    message_id = posted.get("message_id") if isinstance(posted, dict) else None
+    return str(message_id) if message_id is not None else None
+
+
+def _not_this_cue(step: Any, step_id: int, message_id: str | None) -> ControlResult | None:
+    """Why a cue button may not act on ``step``: it is no GM cue, or the cue was posted as
+    another message than the one whose button was pressed (a stale or copied custom id)."""
+    if step["action_id"] != CUE_ACTION:
+        return ControlResult(False, f"step {step_id} is not a GM cue", step_id=step_id)
+    posted = _posted_message(step)
+    if message_id is not None and posted is not None and posted != message_id:
+        return ControlResult(False, "this button belongs to another cue message", step_id=step_id)
+    return None
+
+
 def explain_run(run: Any | None, run_id: int) -> str:
     """Why a control could not act on this run, in a moderator's words."""
     if run is None:
@@ -337,19 +356,28 @@ class Controls:
 
     # ── confirm / skip ────────────────────────────────────────────────────
 
-    async def settle_cue(self, step_id: int, verb: str, *, actor: str | None = None) -> ControlResult:
+    async def settle_cue(
+        self, step_id: int, verb: str, *, actor: str | None = None, message_id: str | None = None
+    ) -> ControlResult:
         """What a cue's button does: confirm or skip, and only a GM cue that was posted (parked,
-        or settled already, which is answered with how). Any other step, a pending one above all,
-        is refused and nothing changes: the step id comes from the button, not from the engine."""
+        or settled already, which is answered with how), and, given the pressed message's id,
+        only the cue posted as that message. Any other step, a pending one above all, is refused
+        and nothing changes: the step id comes from the button, not from the engine."""
         if verb not in CUE_VERBS:
             return ControlResult(False, f"a cue answers {' or '.join(CUE_VERBS)}, not {verb!r}")
         if verb == "confirm":
-            return await self.confirm(step_id, actor=actor, cue_only=True)
-        return await self.skip(step_id, actor=actor, cue_only=True)
+            return await self.confirm(step_id, actor=actor, cue_only=True, message_id=message_id)
+        return await self.skip(step_id, actor=actor, cue_only=True, message_id=message_id)
 
     @retry_on_conflict
     async def confirm(
-        self, step_id: int, *, actor: str | None = None, note: str | None = None, cue_only: bool = False
+        self,
+        step_id: int,
+        *,
+        actor: str | None = None,
+        note: str | None = None,
+        cue_only: bool = False,
+        message_id: str | None = None,
     ) -> ControlResult:
         """Settle a parked cue as done. On a paused run the step is settled but the run does not
         move until it is resumed. ``cue_only``: refuse a step that is not a GM cue."""
@@ -361,8 +389,9 @@ class Controls:
             if step is None:
                 return ControlResult(False, f"no such step: {step_id}", step_id=step_id)
             run_id = int(step["run_id"])
-            if cue_only and step["action_id"] != CUE_ACTION:
-                return ControlResult(False, f"step {step_id} is not a GM cue", step_id=step_id)
+            refused = _not_this_cue(step, step_id, message_id) if cue_only else None
+            if refused is not None:
+                return refused
             if await steps_sql.confirm_parked(conn, step_id, now, actor=actor, note=note):
                 await run_log.write(
                     conn, run_id, "step.confirmed", now, step_id=step_id, actor=actor, detail={"note": note}
@@ -394,6 +423,7 @@ class Controls:
         note: str | None = None,
         run_id: int | None = None,
         cue_only: bool = False,
+        message_id: str | None = None,
     ) -> ControlResult:
         """Skip a pending step or a parked cue (never one being carried out, never a failed one).
         ``cue_only``: only a GM cue, and only once it was posted (parked)."""
@@ -411,8 +441,9 @@ class Controls:
                     step_id=step_id,
                 )
             owner_run = int(step["run_id"])
-            if cue_only and step["action_id"] != CUE_ACTION:
-                return ControlResult(False, f"step {step_id} is not a GM cue", step_id=step_id)
+            refused = _not_this_cue(step, step_id, message_id) if cue_only else None
+            if refused is not None:
+                return refused
             run = await runs_sql.get(conn, owner_run)
             if run is None or run["status"] not in RUN_IN_FLIGHT:
                 ref = CueRef(step_id, owner_run, step["status"], step["result"])

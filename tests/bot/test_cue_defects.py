@@ -102,3 +102,28 @@ async def test_defect_16_a_skip_button_naming_a_pending_announcement_is_refused(
     await sim.env.settle()
     assert [s.status for s in (await sim.run(1)).phases[0].steps] == ["done", "done", "done"]
     assert len(sim.announcements.history()) == 2, "the announcement the stale button named went out"
+
+
+async def test_defect_16_a_copied_cue_button_does_not_settle_the_cue_it_names(sim: Sim) -> None:
+    """Before: any message whose button carried ``cue:<id>:confirm`` confirmed that cue, so a
+    button on another message (a copy left from an earlier database, here naming run 1's live
+    cue) settled a cue the GM never saw. Now the handler checks the pressed message is the one
+    the cue was posted as: refused ephemerally, the cue stays parked, and its own message still
+    works."""
+    await sim.mod.slash(sim.staff, "event start", definition="raid")
+    real_cue = sim.gm_cues.last_message
+    channel: Any = sim.bot.get_channel(sim.gm_cues.id)
+    await channel.send("A copy of a cue", view=cue_view(2))
+    await sim.env.settle()
+    copy = sim.gm_cues.last_message
+    assert copy.id != real_cue.id
+
+    for verb in ("Confirm", "Skip"):
+        pressed = await sim.gm.click(copy, label=verb)
+        (answer,) = pressed.followups
+        assert answer.ephemeral
+        assert answer.content == "Nothing changed: this button belongs to another cue message."
+    assert (await sim.run(1)).phases[0].steps[1].parked, "the cue it names is untouched"
+
+    assert (await sim.gm.click(real_cue, label="Confirm")).acknowledged
+    assert (await sim.run(1)).phases[0].steps[1].status == "done"
