@@ -657,7 +657,8 @@ class Runner:
         it cannot stay ``running`` on a dead run, and hands back what a parked answer posted."""
         step_id = int(step["id"])
         if not await steps_sql.cancel_on_ended_run(conn, step_id, self.owner, now, result=outcome.output):
-            return _REREAD
+            # Not ours any more: as before, a lost park stops this run's turn, the rest look again.
+            return None if outcome.outcome == "parked" else _REREAD
         current = await runs_sql.get(conn, run_id)
         status = current["status"] if current is not None else "gone"
         await run_log.write(
