@@ -244,6 +244,10 @@ class Runner:
                 floor = max(
                     published["published_at"], now - dt.timedelta(seconds=self.settings.lookback_seconds)
                 )
+                # ``occurrences`` works out ``(after, until]``: starting a tick before the floor
+                # keeps an occurrence at the very instant of publishing, which the open bound
+                # dropped. Later passes carry on after the last occurrence recorded.
+                floor -= dt.timedelta(microseconds=1)
                 after = max(row["materialised_until"] or floor, floor)
                 moments = list(occurrences(definition, after, until))
                 for moment in moments:

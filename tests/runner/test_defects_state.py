@@ -51,11 +51,12 @@ async def publish_cron(world: World, cron: str) -> None:
 # ── Defect 1: silent loss of scheduled occurrences ───────────────────────────
 
 
-async def test_defect_01_a_15_minute_cron_ticked_for_48_hours_runs_all_192_occurrences(world: World) -> None:
+async def test_defect_01_a_15_minute_cron_ticked_for_48_hours_runs_every_occurrence(world: World) -> None:
     """Before: one materialise pass created at most 50 occurrences but recorded the whole 24 h
     lookahead as materialised, so a cron every 15 minutes ticked every 5 minutes for 48 h made
     146 runs instead of 192, with an 11 h 45 min gap nobody was told about. Now every occurrence
-    becomes a run (and, ticked on time, completes)."""
+    becomes a run (and, ticked on time, completes): the 192 after publishing, and the one at
+    the instant of publishing."""
     await publish_cron(world, "*/15 * * * *")
     end = T0 + dt.timedelta(hours=48)
     moment = T0
@@ -64,7 +65,7 @@ async def test_defect_01_a_15_minute_cron_ticked_for_48_hours_runs_all_192_occur
         moment += 5 * MINUTE
 
     due = [row for row in await scheduled_runs(world) if row.scheduled_for <= end]
-    expected = [T0 + k * 15 * MINUTE for k in range(1, 48 * 4 + 1)]
+    expected = [T0 + k * 15 * MINUTE for k in range(48 * 4 + 1)]
     assert [row.scheduled_for for row in due] == expected, "no occurrence may be dropped"
     assert {row.status for row in due} == {"completed"}
 
@@ -79,7 +80,8 @@ async def test_defect_01_a_5_minute_cron_keeps_running_after_its_first_50(world:
     every = 5 * MINUTE
     await publish_cron(world, "*/5 * * * *")
     await world.tick(T0)
-    assert await materialised_until(world) == T0 + MAX_OCCURRENCES_PER_PASS * every, (
+    # The first of the 50 is the occurrence at the instant of publishing.
+    assert await materialised_until(world) == T0 + (MAX_OCCURRENCES_PER_PASS - 1) * every, (
         "a pass stopped by its cap records only as far as it reached"
     )
     ticks = 10 * 12
@@ -87,12 +89,26 @@ async def test_defect_01_a_5_minute_cron_keeps_running_after_its_first_50(world:
         await world.tick(T0 + k * every)
 
     done = [row for row in await scheduled_runs(world) if row.scheduled_for <= T0 + ticks * every]
-    assert [row.scheduled_for for row in done] == [T0 + k * every for k in range(1, ticks + 1)]
+    assert [row.scheduled_for for row in done] == [T0 + k * every for k in range(ticks + 1)]
     assert {row.status for row in done} == {"completed"}
     ahead = await materialised_until(world)
     assert ahead is not None and ahead >= T0 + ticks * every + dt.timedelta(hours=12), (
         "caught up: at least half the lookahead is worked out ahead, as for any definition"
     )
+
+
+async def test_defect_01_an_occurrence_at_the_instant_of_publishing_is_not_dropped(world: World) -> None:
+    """Before: occurrences were worked out after the publish instant, exclusive, so a cron that
+    fell due at the very moment the definition was published was neither a run nor missed. Now
+    the first pass includes it (and a second pass does not create it again)."""
+    world.clock.set(T0 + 15 * MINUTE)
+    await publish_cron(world, "*/15 * * * *")
+    await world.tick()
+    await world.tick(T0 + 20 * MINUTE)
+    rows = await scheduled_runs(world)
+    assert rows[0].scheduled_for == T0 + 15 * MINUTE
+    assert rows[0].status == "completed"
+    assert [row.scheduled_for for row in rows[:2]] == [T0 + 15 * MINUTE, T0 + 30 * MINUTE]
 
 
 # ── Defect 2: cancel while a cue is being posted ─────────────────────────────
