@@ -114,11 +114,53 @@ def _shortest_gap_seconds(expression: str) -> int:
 Schedule = Annotated[ManualSchedule | OnceSchedule | CronSchedule, Field(discriminator="kind")]
 
 
+# Params are stored as JSON, so only JSON's values may be in them: a YAML-only value
+# (``!!binary``, a timestamp) that an action's model coerces would be stored as something other
+# than what was validated. The walk has a budget because YAML aliases can make a few lines of
+# text into a structure of billions of nodes ("billion laughs"), all of it shared references.
+MAX_PARAM_NODES = 10_000
+_PLAIN = (str, bool, int, float, type(None))
+_KINDS = {"bytes": "binary data (!!binary)", "datetime": "a date and time", "date": "a date", "set": "a set"}
+
+
+def _not_plain(params: dict[str, Any]) -> str | None:
+    budget = MAX_PARAM_NODES
+    stack: list[tuple[Any, str]] = [(params, "")]
+    while stack:
+        value, where = stack.pop()
+        budget -= 1
+        if budget < 0:
+            return f"params hold more than {MAX_PARAM_NODES} values (YAML aliases repeated?)"
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    return f"{where or 'params'}: the key {key!r} is not text"
+                stack.append((item, f"{where}.{key}" if where else key))
+        elif isinstance(value, list):
+            stack.extend((item, f"{where}.{index}") for index, item in enumerate(value))
+        elif not isinstance(value, _PLAIN):
+            kind = _KINDS.get(type(value).__name__, f"a YAML {type(value).__name__}")
+            return (
+                f"{where}: {kind} is not a plain value (text, a number, true/false, a list or a "
+                "mapping); quote it"
+            )
+    return None
+
+
 class StepDefinition(_Strict):
     action: str
     label: str | None = Field(default=None, max_length=200)
     params: dict[str, Any] = Field(default_factory=dict)
     on_failure: Literal["skip", "pause", "abort_run"] = "pause"
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _plain_values(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            problem = _not_plain(value)
+            if problem:
+                raise ValueError(problem)
+        return value
 
 
 class PhaseDefinition(_Strict):
@@ -326,8 +368,13 @@ def _locate(raw: Any, loc: tuple[Any, ...], file: str | None) -> tuple[str | Non
     # Drop the discriminated union's tag from schedule errors ("schedule.cron.cron" -> "schedule.cron").
     if len(rest) >= 2 and rest[0] == "schedule" and rest[1] in ("manual", "once", "cron"):
         rest = [rest[0], *rest[2:]]
-    field = ".".join(str(p) for p in rest) or None
+    field = _dotted(rest) or None
     return phase, step, field
+
+
+def _dotted(parts: list[Any]) -> str:
+    # A key that is empty (``"": 1``) is shown quoted, so the place it names is still visible.
+    return ".".join(str(p) if p != "" else "''" for p in parts)
 
 
 def _from_validation_error(
@@ -335,8 +382,9 @@ def _from_validation_error(
 ) -> list[Problem]:
     problems = []
     for err in exc.errors():
-        phase, step, field = _locate(raw, prefix + tuple(err["loc"]), file)
+        loc = tuple(err["loc"])
         message = err["msg"]
+        phase, step, field = _locate(raw, prefix + loc, file)
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
         problems.append(Problem(message=message, file=file, phase=phase, step=step, field=field))
@@ -419,7 +467,7 @@ def _check_step(
                 file=file,
                 phase=phase,
                 step=index,
-                field=".".join(["params", *(str(p) for p in err["loc"])]),
+                field=_dotted(["params", *err["loc"]]),
             )
             for err in exc.errors()
         ]

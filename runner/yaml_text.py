@@ -54,7 +54,7 @@ class _Loader(yaml.SafeLoader):
             return super().construct_object(node, deep)
         except yaml.YAMLError:
             raise
-        except (ValueError, TypeError, AttributeError, OverflowError) as exc:
+        except (ValueError, TypeError, AttributeError, OverflowError, LookupError) as exc:
             raise ConstructorError(None, None, _explain(node, exc), node.start_mark) from None
 
 

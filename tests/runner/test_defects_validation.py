@@ -396,3 +396,52 @@ def test_defect_10_a_version_stored_before_the_limits_still_loads() -> None:
     assert any("at most 500" in m for m in messages) and any(
         "unknown placeholder {old}" in m for m in messages
     )
+
+
+# ── Found by the definition fuzz (tests/reliability/test_definition_fuzz.py) ──
+
+
+@pytest.mark.parametrize("value", ["!!bool maybe", "!!int ''", "!!timestamp soon", "!!float x"])
+def test_defect_06_fuzz_a_yaml_tag_its_constructor_cannot_build_is_one_located_line(value: str) -> None:
+    """Found by the fuzz: ``!!bool maybe`` raised ``KeyError`` and ``!!int ''`` ``IndexError``
+    out of PyYAML's constructors, past the reader's net (which caught ``ValueError`` and a few
+    others), so ``validate`` showed a traceback. Now every such value is a problem naming its
+    line and column."""
+    with pytest.raises(DefinitionError) as caught:
+        defs.parse_yaml(f"key: x\ntitle: {value}\n", file="tag.yaml")
+    [problem] = caught.value.problems
+    assert problem.file == "tag.yaml" and "line 2, column 8" in problem.message, problem
+
+
+def test_defect_06_fuzz_an_empty_key_is_named_where_it_is() -> None:
+    """Found by the fuzz: ``"": 1`` at the top of a definition was reported with no place at
+    all (the empty key made an empty field name, shown as none). Now the field is ``''``."""
+    problems = refused({**event(wait()), "": 1})
+    assert any(p.field == "''" and "Extra inputs" in p.message for p in problems), [str(p) for p in problems]
+
+
+def test_defect_06_fuzz_params_that_json_cannot_hold_are_refused_not_stored_changed() -> None:
+    """Found by the fuzz: ``description: !!binary '==='`` is bytes, which the embed's model
+    accepted as text, so the definition validated; but params are stored as JSON, so the
+    version read back was not the one validated. Now params hold only plain values (text,
+    numbers, true/false, lists, mappings), and anything else is refused at its place."""
+    raw = event(announce(embed={"title": "t", "description": b""}))
+    problem = at(refused(raw), "params")
+    assert problem.message.startswith("embed.description: binary data (!!binary) is not a plain value")
+
+
+def test_defect_06_fuzz_a_billion_laughs_in_params_is_refused_at_once() -> None:
+    """Found while making params plain: nine YAML aliases of nine make a few lines into 387
+    million shared references, and checking every value walked all of them. The walk has a
+    budget: refused in milliseconds, at the step's params."""
+    lines = ["x0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"x{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    text = "\n".join(lines) + (
+        "\nkey: x\ntitle: X\nphases:\n- key: main\n  label: Main\n  steps:\n"
+        "  - action: discord.announce\n    params: {channel: general, content: hi, extra: *a8}\n"
+    )
+    began = time.monotonic()
+    with pytest.raises(DefinitionError) as caught:
+        defs.validate(defs.parse_yaml(text), REGISTRY, file="laughs.yaml")
+    assert time.monotonic() - began < 2.0
+    assert any(p.field == "params" and "more than 10000 values" in p.message for p in caught.value.problems)
