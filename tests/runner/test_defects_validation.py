@@ -135,7 +135,7 @@ def test_defect_08_a_ping_role_with_non_ascii_digits_or_letters_is_refused_at_va
     assert "role alias" in problem.message
 
 
-@pytest.mark.parametrize("duration", ["٣m", "١٠s", "²h", "５m", "٣"])
+@pytest.mark.parametrize("duration", ["٣m", "١٠s", "٢h", "５m", "٣"])
 def test_defect_08_a_duration_written_in_non_ascii_digits_is_refused_at_validation(duration: str) -> None:
     """Before: ``\\d`` and ``float()`` read other scripts' digits, so ``"٣m"`` was a three-minute
     wait that no one reading the file would recognise. Now durations are ASCII digits only."""
