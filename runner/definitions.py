@@ -288,13 +288,6 @@ def publication_problems(definition: EventDefinition, file: str | None) -> list[
     if total > limits.MAX_STEPS:
         refuse(f"{total} steps in all; an event may have at most {limits.MAX_STEPS}", "phases")
     for phase in definition.phases:
-        if len(phase.steps) > limits.MAX_STEPS_PER_PHASE:
-            refuse(
-                f"{len(phase.steps)} steps; a phase may have at most {limits.MAX_STEPS_PER_PHASE} "
-                "(split it into phases)",
-                "steps",
-                phase=phase.key,
-            )
         for index, step in enumerate(phase.steps):
             problem = placeholders.problem(step.label) if step.label else None
             if problem:

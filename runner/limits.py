@@ -18,12 +18,10 @@ MAX_SCOPES = 500
 # fields; past 50 the status cannot show even half of an event, and staff lose track.
 MAX_PHASES = 50
 
-# Steps per phase. A phase's steps are created together when the run enters it; 50 lines is
-# already more than one status field (1,024 characters) can list.
-MAX_STEPS_PER_PHASE = 50
-
 # Steps per event, all phases together: a live event of more than 200 announcements, waits and
 # cues is more than one team of staff can follow, and the rehearsal plays every one of them.
+# (How many of them one phase may hold is bounded by MAX_FANOUT_STEPS below: a phase's steps are
+# created together, for every scope.)
 MAX_STEPS = 200
 
 # Step rows one start (or one phase change across every scope) writes at once: scopes times the
