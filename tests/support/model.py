@@ -442,6 +442,8 @@ def _check_occurrences(
     are due may not exist yet; but they are never skipped (no gap before one that exists), and a
     tick that leaves a due one out made progress on that definition."""
     for definition_id, (expression, published) in versions.cron.items():
+        # An occurrence at the very instant of the first publish is one too.
+        published -= dt.timedelta(microseconds=1)
         now_made, then_made = _scheduled(after, definition_id), _scheduled(before, definition_id)
         horizon = max(now_made | {ticked_at})
         expected = cron_moments(expression, published, horizon)
