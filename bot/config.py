@@ -46,8 +46,10 @@ _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?
 
 # Discord bot tokens are three base64url parts joined by dots; a long unbroken run of such
 # characters is treated as secret too, so a pasted token or password is never repeated back.
-_TOKEN = re.compile(r"[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{20,}")
-_SECRET = re.compile(rf"{_TOKEN.pattern}|[A-Za-z0-9_\-+/=]{{48,}}")
+# Each alternative starts only where a run of its characters starts (the lookbehinds): otherwise
+# a long run with no dot would be tried from every position, in time quadratic in its length.
+_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{20,}")
+_SECRET = re.compile(rf"{_TOKEN.pattern}|(?<![A-Za-z0-9_\-+/=])[A-Za-z0-9_\-+/=]{{48,}}")
 SECRET_SHOWN = "<a value that looks like a secret, not shown>"
 
 
@@ -232,6 +234,9 @@ _ENV_KEYS = {
 
 def _shown_part(part: object) -> str:
     text = str(part)
+    if looks_secret(text):
+        # Before cutting it short: a cut token no longer looks like one.
+        return SECRET_SHOWN
     if not text.isprintable() or not text:
         text = repr(text)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -303,6 +308,10 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         data.pop("token", None)
         data.pop("discord_token", None)
     problems.extend(f"{where}: this looks like a Discord bot token; {never}" for where in _token_values(data))
+    for key in [key for key in data if not isinstance(key, str)]:
+        # Pydantic would name ``true:`` as "1"; say what the file says.
+        problems.append(f"{_shown_part(key)}: unknown key")
+        del data[key]
     from_env: dict[str, str] = {}
     for suffix, key in _ENV_KEYS.items():
         variable = ENV_PREFIX + suffix

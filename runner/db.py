@@ -135,7 +135,14 @@ def check_url(url: str) -> sa.engine.URL:
             f"{where}: not a database URL (e.g. sqlite+aiosqlite:///eventbot.sqlite3 or "
             "mysql+asyncmy://user:pass@host:3306/db)"
         ) from None
-    backend, driver = parsed.get_backend_name(), parsed.get_driver_name()
+    backend = parsed.get_backend_name()
+    if backend not in ("sqlite", "mysql", "mariadb"):
+        # Before asking for the driver: with none given, SQLAlchemy imports the backend's dialect
+        # to find its default, and an unknown backend raises NoSuchModuleError.
+        raise DatabaseUrlError(
+            f"{where}: unsupported backend {backend!r} (use sqlite+{SQLITE_DRIVER} or mysql+{MARIADB_DRIVER})"
+        )
+    driver = parsed.get_driver_name()
     if backend == "sqlite":
         if driver != SQLITE_DRIVER:
             raise DatabaseUrlError(f"{where}: use the sqlite+{SQLITE_DRIVER}:// driver")
@@ -160,10 +167,7 @@ def check_url(url: str) -> sa.engine.URL:
             problem = _option_problem(name, value)
             if problem:
                 raise DatabaseUrlError(f"{where}: {problem}")
-        return parsed
-    raise DatabaseUrlError(
-        f"{where}: unsupported backend {backend!r} (use sqlite+{SQLITE_DRIVER} or mysql+{MARIADB_DRIVER})"
-    )
+    return parsed
 
 
 def create_engine(url: str = DEFAULT_URL, **overrides: Any) -> AsyncEngine:

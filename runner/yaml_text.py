@@ -3,8 +3,9 @@
 ``yaml.safe_load`` lets a few inputs escape as bare Python errors with no place in the file: bytes
 that are not UTF-8 (``UnicodeDecodeError``), a timestamp whose offset is 24 h or more or whose
 date does not exist (``ValueError`` from ``datetime``), an integer longer than Python's 4,300-digit
-conversion limit, an explicit tag on a value it cannot hold (``!!int "zz"``), and nesting deep
-enough to exhaust the recursion limit. Every one of them becomes a ``YamlError`` here, whose
+conversion limit, an explicit tag on a value it cannot hold (``!!int "zz"``), an escape past the
+last Unicode character (``"\\U00110000"``), and nesting deep enough to exhaust the recursion
+limit (or, as a long run of brackets, to take PyYAML's scanner minutes). Every one of them becomes a ``YamlError`` here, whose
 message is one line that names the line and column, so every caller reports a bad file the
 same way and none of them shows a traceback.
 """
@@ -21,6 +22,11 @@ from yaml.constructor import ConstructorError
 # Far deeper than any config or definition needs, and far below what exhausts Python's stack
 # (PyYAML's composer recurses once per level).
 MAX_DEPTH = 100
+# PyYAML's scanner reads a whole run of "[" / "{" before the composer sees the first level, and
+# in time quadratic in its length (1,000 take 0.3 s, 100,000 would take most of an hour). So
+# brackets are counted first, naively (in quotes and comments too), against twice MAX_DEPTH:
+# only text far past any real nesting is refused unread, and parsing the rest stays quick.
+MAX_BRACKET_DEPTH = 2 * MAX_DEPTH
 
 
 class YamlError(ValueError):
@@ -85,8 +91,25 @@ def _line_and_column(text: str, position: int) -> tuple[int, int]:
     return line, position - (text.rfind("\n", 0, position) + 1) + 1
 
 
+def _check_brackets(text: str) -> None:
+    if text.count("[") + text.count("{") <= MAX_BRACKET_DEPTH:
+        return
+    depth = 0
+    for position, character in enumerate(text):
+        if character in "[{":
+            depth += 1
+            if depth > MAX_BRACKET_DEPTH:
+                line, column = _line_and_column(text, position)
+                raise YamlError(
+                    f"line {line}, column {column}: nested more than {MAX_DEPTH} levels deep", line, column
+                )
+        elif character in "]}" and depth:
+            depth -= 1
+
+
 def parse(text: str) -> Any:
     """The data in ``text``, or ``YamlError``."""
+    _check_brackets(text)
     loader: _Loader | None = None
     try:
         # The reader checks every character as it is built, so building it is inside the try.
@@ -96,7 +119,7 @@ def parse(text: str) -> Any:
         problem = exc.problem or "this is not valid YAML"
         if isinstance(exc, ComposerError) and exc.context:
             raise _located(f"{exc.context}, {problem}", exc.problem_mark) from None
-        if isinstance(exc, ConstructorError) and exc.context is None:
+        if isinstance(exc, ConstructorError | ComposerError) and exc.context is None:
             raise _located(problem, exc.problem_mark) from None
         raise _located(f"YAML syntax error: {problem}", exc.problem_mark) from None
     except yaml.reader.ReaderError as exc:
@@ -109,6 +132,12 @@ def parse(text: str) -> Any:
         raise YamlError(f"not valid YAML: {str(exc).splitlines()[0]}") from None
     except RecursionError:
         raise YamlError(f"nested too deeply to read (at most {MAX_DEPTH} levels)") from None
+    except (ValueError, OverflowError) as exc:
+        # The scanner's own: a double-quoted "\U00110000" reaches chr() with no character to give.
+        mark = loader.get_mark() if loader is not None else None
+        escape = isinstance(exc, OverflowError) or "chr()" in str(exc)
+        why = "an escape that names no Unicode character" if escape else str(exc)
+        raise _located(f"cannot read this text: {why}", mark) from None
     finally:
         if loader is not None:
             loader.dispose()

@@ -8,6 +8,7 @@ import asyncio
 import datetime as dt
 import io
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -484,3 +485,29 @@ def test_defect_15_rehearse_help_documents_resume_and_cancel(cli: Cli) -> None:
         "rehearse --database sqlite+aiosqlite:///r.sqlite3 --resume",
     ):
         assert text in result.out, text
+
+
+# ── found by the config fuzz (tests/reliability/test_bad_config.py) ──────────
+
+
+def test_fuzz_found_a_long_value_is_checked_for_secrets_in_linear_time(tmp_path: Path) -> None:
+    """Before: the token pattern was tried from every position of a long run of letters, so a
+    refused config holding a 5,000-character value took 50 ms to redact, and a 100,000-character
+    one minutes. Now a pattern starts only where a run starts."""
+    path = write_yaml(tmp_path / "c.yaml", {"gm_channel": "x" * 200_000})
+    started = time.perf_counter()
+    with pytest.raises(ConfigError) as caught:
+        load(path, {})
+    assert time.perf_counter() - started < 2
+    assert caught.value.problems == [
+        "gm_channel: '<a value that looks like a secret, not shown>' is not one of the channel aliases in 'channels'"
+    ]
+
+
+def test_fuzz_found_a_key_that_is_not_text_is_named_as_written(tmp_path: Path) -> None:
+    """Before: ``true: 1`` was reported as "1: unknown key" (pydantic's name for True). Now the
+    key is named as the file has it."""
+    path = write_yaml(tmp_path / "c.yaml", "true: 1\n12: x\n")
+    with pytest.raises(ConfigError) as caught:
+        load(path, {})
+    assert caught.value.problems == ["True: unknown key", "12: unknown key"]
