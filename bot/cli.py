@@ -598,6 +598,17 @@ def build_parser() -> argparse.ArgumentParser:
         "keep the rehearsal in this database instead of a temporary one; it must have no runs in "
         "flight, so never the live bot's",
     )
+    leftover = rehearse.add_mutually_exclusive_group()
+    leftover.add_argument(
+        "--resume",
+        action="store_true",
+        help="carry on the rehearsal runs an interrupted rehearsal left in --database, to their end",
+    )
+    leftover.add_argument(
+        "--cancel",
+        metavar="REASON",
+        help="cancel the rehearsal runs an interrupted rehearsal left in --database",
+    )
 
     validate = command(
         "validate",
@@ -655,17 +666,6 @@ def build_parser() -> argparse.ArgumentParser:
         "environment variable only. Run `migrate` first, and `sync` once after installing or\n"
         "upgrading so the slash commands exist.",
         cmd_run,
-    )
-    leftover = rehearse.add_mutually_exclusive_group()
-    leftover.add_argument(
-        "--resume",
-        action="store_true",
-        help="carry on the rehearsal runs an interrupted rehearsal left in --database, to their end",
-    )
-    leftover.add_argument(
-        "--cancel",
-        metavar="REASON",
-        help="cancel the rehearsal runs an interrupted rehearsal left in --database",
     )
 
     sync = command(

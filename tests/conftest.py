@@ -73,7 +73,7 @@ def _unavailable(reason: str) -> None:
 
 def _url_with_database(server: ThrowawayMariaDB | str, database: str) -> str:
     if isinstance(server, str):
-        return str(sa.engine.make_url(server).set(database=database))
+        return sa.engine.make_url(server).set(database=database).render_as_string(hide_password=False)
     return server.url(database)
 
 

@@ -73,7 +73,7 @@ def run_in_thread(coroutine: Coroutine[Any, Any, T]) -> T:
 
 def server_url(server: ThrowawayMariaDB | str, database: str) -> str:
     if isinstance(server, str):
-        return str(make_url(server).set(database=database))
+        return make_url(server).set(database=database).render_as_string(hide_password=False)
     return server.url(database)
 
 
