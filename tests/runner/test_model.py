@@ -612,4 +612,4 @@ def test_the_runner_follows_its_model_on_mariadb(
             await conn.exec_driver_sql("SET FOREIGN_KEY_CHECKS=1")
         return engine
 
-    _explore(Backend("mariadb", fresh), _budget(25), capsys)
+    _explore(Backend("mariadb", fresh), _budget(40), capsys)
