@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import itertools
 import logging
 import os
 import socket
@@ -35,6 +36,7 @@ from runner.clock import Clock, SystemClock
 from runner.db import retry_on_conflict
 from runner.definitions import EventDefinition, ManualSchedule, PhaseDefinition
 from runner.dispatch import Classified, perform
+from runner.errors import UnreadableDefinition
 from runner.lifecycle import end_run
 from runner.registry import ActionRegistry, Envelope
 from runner.schedule import MAX_OCCURRENCES_PER_PASS, occurrences
@@ -231,36 +233,60 @@ class Runner:
 
     @retry_on_conflict
     async def _materialise_definition(self, row: Any, now: dt.datetime, until: dt.datetime) -> int:
+        """Create the runs of every occurrence in ``(materialised_until, until]``, each under the
+        version that was in force at its moment, at most ``MAX_OCCURRENCES_PER_PASS`` at a time;
+        the bookkeeping advances only as far as the pass really reached."""
         created = 0
+        definition_id = int(row["id"])
+        tick = dt.timedelta(microseconds=1)
         async with self.engine.begin() as conn:
-            version_id = int(row["current_version_id"])
-            current = catalog.CurrentDefinition(
-                int(row["id"]), version_id, await self.versions.get(conn, version_id)
-            )
-            definition = current.definition
-            if not isinstance(definition.schedule, ManualSchedule):
-                published = await definitions_sql.version(conn, version_id)
-                assert published is not None
-                floor = max(
-                    published["published_at"], now - dt.timedelta(seconds=self.settings.lookback_seconds)
-                )
-                # ``occurrences`` works out ``(after, until]``: starting a tick before the floor
-                # keeps an occurrence at the very instant of publishing, which the open bound
-                # dropped. Later passes carry on after the last occurrence recorded.
-                floor -= dt.timedelta(microseconds=1)
-                after = max(row["materialised_until"] or floor, floor)
-                moments = list(occurrences(definition, after, until))
+            history = await definitions_sql.version_history(conn, definition_id)
+            # ``occurrences`` works out ``(after, until]``: starting a tick before a publishing
+            # instant keeps an occurrence at that very instant, which the open bound dropped.
+            after = row["materialised_until"] or (history[0]["published_at"] - tick)
+            after = max(after, now - dt.timedelta(seconds=self.settings.lookback_seconds) - tick)
+            remaining = MAX_OCCURRENCES_PER_PASS
+            reached = until
+            for index, version in enumerate(history):
+                # A version is in force from its publishing instant until the next one's.
+                lower = max(after, version["published_at"] - tick)
+                upper = until if index + 1 == len(history) else history[index + 1]["published_at"] - tick
+                upper = min(upper, until)
+                if lower >= upper:
+                    continue
+                in_force = await self._version_in_force(conn, row, int(version["id"]))
+                if in_force is None or isinstance(in_force.definition.schedule, ManualSchedule):
+                    continue
+                moments = list(itertools.islice(occurrences(in_force.definition, lower, upper), remaining))
                 for moment in moments:
-                    for scope in definition.run_scopes():
-                        if await catalog.create_run(conn, current, scope, moment, now, actor="schedule"):
+                    for scope in in_force.definition.run_scopes():
+                        if await catalog.create_run(conn, in_force, scope, moment, now, actor="schedule"):
                             created += 1
-                if len(moments) >= MAX_OCCURRENCES_PER_PASS:
+                remaining -= len(moments)
+                if remaining == 0:
                     # The pass stopped at its cap, not at ``until``: only what it reached is
                     # done, and the next pass carries on from there. Recording ``until`` here
                     # silently dropped every occurrence between the cap and the lookahead.
-                    until = moments[-1]
-            await definitions_sql.set_materialised_until(conn, current.definition_id, until)
+                    reached = moments[-1]
+                    break
+            await definitions_sql.set_materialised_until(conn, definition_id, reached)
         return created
+
+    async def _version_in_force(
+        self, conn: AsyncConnection, row: Any, version_id: int
+    ) -> catalog.CurrentDefinition | None:
+        """The definition as it was published in ``version_id``. An older version that today's
+        rules cannot read is passed over (logged once): the current one must still be worked out.
+        The current version's problems propagate, as before."""
+        try:
+            definition = await self.versions.get(conn, version_id)
+        except UnreadableDefinition as exc:
+            if version_id == int(row["current_version_id"]):
+                raise
+            if self._first_time(-int(row["id"]), exc):
+                log.warning("definition %s: version %s cannot be read: %s", row["key"], version_id, exc)
+            return None
+        return catalog.CurrentDefinition(int(row["id"]), version_id, definition)
 
     async def _mark_missed(self, report: TickReport) -> None:
         report.missed += await self._mark_missed_transaction()

@@ -48,6 +48,16 @@ async def latest_version(conn: AsyncConnection, definition_id: int) -> Row | Non
     return (await conn.execute(query)).mappings().first()
 
 
+async def version_history(conn: AsyncConnection, definition_id: int) -> Sequence[Row]:
+    """Every version's id and publishing time, oldest first: which version was in force when."""
+    query = (
+        sa.select(versions.c.id, versions.c.published_at)
+        .where(versions.c.definition_id == definition_id)
+        .order_by(versions.c.published_at, versions.c.id)
+    )
+    return (await conn.execute(query)).mappings().all()
+
+
 async def version(conn: AsyncConnection, version_id: int) -> Row | None:
     return (await conn.execute(sa.select(versions).where(versions.c.id == version_id))).mappings().first()
 
@@ -93,8 +103,13 @@ async def point_at_version(
             current_version_id=version_id,
             title=title,
             grace_seconds=grace_seconds,
-            # A new version may carry a new schedule: work its occurrences out afresh.
-            materialised_until=None,
+            # A new version may carry a new schedule: its occurrences are worked out afresh from
+            # now on. What the old version had not reached yet (the runner was down) is kept:
+            # the engine works those out under the version that was current at the time.
+            materialised_until=sa.case(
+                (definitions.c.materialised_until > now, now - dt.timedelta(microseconds=1)),
+                else_=definitions.c.materialised_until,
+            ),
             updated_at=now,
         )
     )

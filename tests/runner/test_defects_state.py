@@ -111,6 +111,55 @@ async def test_defect_01_an_occurrence_at_the_instant_of_publishing_is_not_dropp
     assert [row.scheduled_for for row in rows[:2]] == [T0 + 15 * MINUTE, T0 + 30 * MINUTE]
 
 
+async def test_defect_01b_publishing_a_new_version_keeps_the_occurrences_the_old_one_had_not_reached(
+    world: World,
+) -> None:
+    """Found by the model-based test. Before: publishing a new version reset the bookkeeping
+    and worked occurrences out from the new version's publishing instant, so when the runner
+    had not ticked for a while (the bot was down), every occurrence between the last one worked
+    out and the publish was neither a run nor missed. Now those are created under the version
+    that was in force at their moment (and marked missed, being past their grace), and the new
+    version takes over from its publishing instant."""
+    await publish_cron(world, "*/15 * * * *")
+    await world.tick(T0)
+    ahead = await materialised_until(world)
+    assert ahead is not None
+    # Down for two days, then a new version is published before the first tick.
+    down_until = ahead + dt.timedelta(hours=24)
+    world.clock.set(down_until)
+    first_version = (await scheduled_version_ids(world))[0]
+    await world.publish(
+        {
+            "key": "often",
+            "title": "Often, renamed",
+            "schedule": {"cron": "*/15 * * * *", "timezone": "UTC"},
+            "grace_seconds": 120,
+            "phases": [phase("main", step("test.noop"))],
+        }
+    )
+    for _ in range(60):  # a pass creates at most 50: let it catch up
+        await world.tick(down_until)
+
+    rows = await scheduled_runs(world)
+    moments = [row.scheduled_for for row in rows if row.scheduled_for <= down_until]
+    expected = [T0 + k * 15 * MINUTE for k in range(int((down_until - T0) / (15 * MINUTE)) + 1)]
+    assert moments == expected, "every occurrence of the downtime is a run"
+    late = {row.status for row in rows if ahead < row.scheduled_for < down_until - 2 * MINUTE}
+    assert late == {"missed"}, "past their grace: marked missed, never started late"
+    versions_by_moment = dict(await scheduled_version_ids(world, with_moments=True))
+    assert versions_by_moment[down_until - 15 * MINUTE] == first_version, (
+        "an occurrence before the publish belongs to the version in force then"
+    )
+    assert versions_by_moment[down_until] != first_version, "the new version takes over at its publishing"
+
+
+async def scheduled_version_ids(world: World, *, with_moments: bool = False) -> list[Any]:
+    async with world.engine.connect() as conn:
+        query = sa.select(runs.c.scheduled_for, runs.c.version_id).order_by(runs.c.scheduled_for)
+        rows = (await conn.execute(query)).all()
+    return [(r.scheduled_for, r.version_id) for r in rows] if with_moments else [r.version_id for r in rows]
+
+
 # ── Defect 2: cancel while a cue is being posted ─────────────────────────────
 
 
