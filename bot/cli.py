@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from actions import build_registry, validation_registry
@@ -32,7 +31,7 @@ from bot import config as config_module
 from bot.config import Config, ConfigError
 from runner import catalog, views
 from runner.clock import SystemClock, utcnow
-from runner.db import DatabaseUrlError, check_url, create_engine, masked_url
+from runner.db import DATABASE_ERRORS, DatabaseUrlError, check_url, create_engine, masked_url
 from runner.definitions import CronSchedule, EventDefinition, OnceSchedule, load_file
 from runner.errors import DefinitionError, Problem
 from runner.migrate import current_revision, upgrade
@@ -94,7 +93,7 @@ async def _on_database(url: str, work: Callable[[AsyncEngine], Awaitable[T]]) ->
     engine = _engine_for(url)
     try:
         return await work(engine)
-    except (sa_exc.OperationalError, sa_exc.InterfaceError, OSError) as exc:
+    except DATABASE_ERRORS as exc:
         # aiosqlite stops its worker thread after a failed connect without waiting for it; let
         # the thread report back before asyncio.run closes this loop under it. (OSError: the
         # driver opens TLS files and sockets itself, e.g. an ssl_cipher OpenSSL refuses.)
@@ -276,7 +275,9 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         return asyncio.run(_on_database(args.database, cancel))
     try:
         return asyncio.run(resume_rehearsals(options, config) if args.resume else rehearse(options, config))
-    except (sa_exc.OperationalError, sa_exc.InterfaceError) as exc:
+    except BrokenPipeError:
+        raise  # the reader went away (``| head``): main() ends quietly, the database is fine
+    except DATABASE_ERRORS as exc:
         where = shown_url(args.database) if args.database else "the temporary rehearsal database"
         raise CommandFailed(f"cannot use {where}: {getattr(exc, 'orig', None) or exc}") from None
 

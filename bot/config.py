@@ -2,9 +2,13 @@
 
 Sources, later ones winning: the YAML file, then ``EVENTBOT_*`` environment variables for the
 scalar keys (``EVENTBOT_DATABASE_URL``, ``EVENTBOT_GUILD_ID``, ``EVENTBOT_TICK_INTERVAL_SECONDS``,
-``EVENTBOT_DEFINITIONS_DIR``, ``EVENTBOT_REHEARSAL_SPEED``). The Discord token is never part of
-it: it only ever comes from ``DISCORD_TOKEN`` (see ``token_from_env``), and a config file that
-contains one is refused.
+``EVENTBOT_DEFINITIONS_DIR``, ``EVENTBOT_REHEARSAL_SPEED``). The variables are read by
+pydantic-settings (its environment source, with the ``EVENTBOT_`` prefix): names match in any
+case, as pydantic-settings matches them, and a variable set to the empty string is ignored, so
+``EVENTBOT_GUILD_ID=`` leaves the file's value. The mappings (``channels``, ``roles``,
+``permissions``, ``announce``) come only from the file. The Discord token is never part of it: it
+only ever comes from ``DISCORD_TOKEN`` (see ``token_from_env``), and a config file that contains
+one is refused.
 
 A bad config is refused with every problem listed, each naming its key (and the environment
 variable, when that is where the value came from). ``ConfigError`` is the only error ``load``
@@ -21,6 +25,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
 from runner import yaml_text
 from runner.db import DEFAULT_URL, DatabaseUrlError, check_url
@@ -223,13 +228,45 @@ class Config(_Strict):
         return {self.roles[a] for a in self.permissions.get(capability, []) if a in self.roles}
 
 
-_ENV_KEYS = {
-    "DATABASE_URL": "database_url",
-    "GUILD_ID": "guild_id",
-    "TICK_INTERVAL_SECONDS": "tick_interval_seconds",
-    "DEFINITIONS_DIR": "definitions_dir",
-    "REHEARSAL_SPEED": "rehearsal_speed",
-}
+class _Overrides(BaseSettings):
+    """The keys an ``EVENTBOT_*`` variable may set, as the text it holds: ``Config`` validates
+    it with the file's values, so a variable meets the same bounds and the same messages.
+
+    Only its fields are used (by ``_Environment``); it is never instantiated, so nothing reads
+    the process environment behind ``load``'s back, and ``Config()`` itself never does."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True, extra="ignore")
+
+    database_url: str | None = None
+    guild_id: str | None = None
+    tick_interval_seconds: str | None = None
+    definitions_dir: str | None = None
+    rehearsal_speed: str | None = None
+
+
+class _Environment(EnvSettingsSource):
+    """pydantic-settings' environment source over the mapping ``load`` was given (the process
+    environment unless a caller passes its own), not always ``os.environ``."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(_Overrides)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {
+            (name if self.case_sensitive else name.lower()): value
+            for name, value in self._environ.items()
+            if not (self.env_ignore_empty and value == "")
+        }
+
+
+def _overrides(environ: Mapping[str, str]) -> dict[str, str]:
+    """The values set by ``EVENTBOT_*`` variables, by key."""
+    return {key: value for key, value in _Environment(environ)().items() if value is not None}
+
+
+def _variable(key: str) -> str:
+    return ENV_PREFIX + key.upper()
 
 
 def _shown_part(part: object) -> str:
@@ -312,13 +349,9 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         # Pydantic would name ``true:`` as "1"; say what the file says.
         problems.append(f"{_shown_part(key)}: unknown key")
         del data[key]
-    from_env: dict[str, str] = {}
-    for suffix, key in _ENV_KEYS.items():
-        variable = ENV_PREFIX + suffix
-        value = environ.get(variable)
-        if value not in (None, ""):
-            data[key] = value
-            from_env[key] = variable
+    overrides = _overrides(environ)
+    data.update(overrides)
+    from_env = {key: _variable(key) for key in overrides}
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:

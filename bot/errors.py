@@ -16,8 +16,8 @@ from discord import app_commands
 
 from actions import limits
 from bot.rendering import clip
+from runner.db import DATABASE_ERRORS
 from runner.errors import UserFacingError
-from runner.loop import DATABASE_ERRORS
 
 log = logging.getLogger(__name__)
 

@@ -221,10 +221,44 @@ def insert_ignore(connection: sa.engine.Connection | Any, table: sa.Table) -> An
     return mysql.insert(table).prefix_with("IGNORE")
 
 
+# What "the database cannot be reached" looks like, everywhere it is caught (the loop, the engine,
+# the error boundary, the CLI). OperationalError and InterfaceError are what the drivers raise for
+# a refused, dropped or timed-out connection (asyncmy 2003/2013, aiosqlite "unable to open");
+# DisconnectionError is the pool's own, when a checked-out connection turns out dead; OSError is
+# everything the drivers raise unwrapped from their own sockets and TLS files (ConnectionError,
+# TimeoutError and ssl.SSLError are all OSErrors, so they need no entry of their own).
+DATABASE_ERRORS: tuple[type[BaseException], ...] = (
+    sa.exc.OperationalError,
+    sa.exc.InterfaceError,
+    sa.exc.DisconnectionError,
+    OSError,
+)
+
+
+def backoff_delay(
+    attempt: int,
+    *,
+    first: float,
+    cap: float,
+    jitter: float = 0.0,
+    draw: Callable[[], float] = random.random,
+) -> float:
+    """How long to wait before retry ``attempt`` (0 for the first retry): ``first`` doubling per
+    attempt up to ``cap``, then shortened by a random fraction of itself up to ``jitter`` (0 to 1),
+    so processes that failed together do not all come back in the same instant."""
+    # 2**60 is past every cap; a larger exponent would only overflow float.
+    delay = min(cap, first * 2 ** min(max(attempt, 0), 60))
+    return delay * (1 - jitter * draw())
+
+
 # MariaDB: 1213 deadlock, 1205 lock wait timeout. Both roll the statement (1213: the whole
 # transaction) back and ask for the transaction to be tried again.
 _CONFLICT_CODES = {1205, 1213}
 CONFLICT_ATTEMPTS = 5
+# From 2-20 ms on the first retry to 16-160 ms on the last: long enough for the winner of the
+# lock to commit, short enough that a tick hardly notices.
+CONFLICT_BACKOFF_FIRST, CONFLICT_BACKOFF_JITTER = 0.02, 0.9
+CONFLICT_BACKOFF_CAP = CONFLICT_BACKOFF_FIRST * 2 ** (CONFLICT_ATTEMPTS - 2)
 
 
 def is_conflict(exc: BaseException) -> bool:
@@ -251,7 +285,14 @@ def retry_on_conflict(method: Callable[P, Awaitable[T]]) -> Callable[P, Awaitabl
             except sa.exc.OperationalError as exc:
                 if not is_conflict(exc) or attempt == CONFLICT_ATTEMPTS - 1:
                     raise
-                await asyncio.sleep(random.uniform(0.002, 0.02) * 2**attempt)
+                await asyncio.sleep(
+                    backoff_delay(
+                        attempt,
+                        first=CONFLICT_BACKOFF_FIRST,
+                        cap=CONFLICT_BACKOFF_CAP,
+                        jitter=CONFLICT_BACKOFF_JITTER,
+                    )
+                )
         raise AssertionError("unreachable")
 
     return again

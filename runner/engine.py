@@ -33,7 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import catalog
 from runner.clock import Clock, SystemClock
-from runner.db import retry_on_conflict
+from runner.db import DATABASE_ERRORS, retry_on_conflict
 from runner.definitions import EventDefinition, ManualSchedule, PhaseDefinition
 from runner.dispatch import Classified, perform
 from runner.errors import UnreadableDefinition
@@ -223,7 +223,7 @@ class Runner:
                 continue
             try:
                 report.materialised += await self._materialise_definition(row, now, until)
-            except (sa_exc.OperationalError, sa_exc.InterfaceError):
+            except DATABASE_ERRORS:
                 raise
             except Exception as exc:
                 # One definition that cannot be worked out must not stop the tick for the rest.
@@ -326,7 +326,7 @@ class Runner:
                     if await self._advance(row, report):
                         report.runs_advanced += 1
                     self._last_error.pop(run_id, None)
-                except (sa_exc.OperationalError, sa_exc.InterfaceError, OSError, ConnectionError) as exc:
+                except DATABASE_ERRORS as exc:
                     # A database blip mid-run: the lease expires and the next tick carries on.
                     report.errors.append(f"run {run_id}: {exc}")
                     if self._first_time(run_id, exc):

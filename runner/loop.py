@@ -19,19 +19,10 @@ import logging
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import exc as sa_exc
-
+from runner.db import DATABASE_ERRORS, backoff_delay
 from runner.engine import Runner, TickReport
 
 log = logging.getLogger(__name__)
-
-DATABASE_ERRORS = (
-    sa_exc.OperationalError,
-    sa_exc.InterfaceError,
-    sa_exc.DisconnectionError,
-    OSError,
-    ConnectionError,
-)
 
 
 @dataclass
@@ -52,16 +43,20 @@ class RunnerLoop:
         stuck_delay: float = 0.5,
         backoff_start: float = 1.0,
         backoff_cap: float = 60.0,
+        backoff_jitter: float = 0.0,
     ) -> None:
         self.runner = runner
         self.interval = interval
         self.stuck_delay = stuck_delay
         self.backoff_start = backoff_start
         self.backoff_cap = backoff_cap
+        # No jitter by default: one loop per process retries at most once a second, which no
+        # database notices; several bots on one server can spread their retries with it.
+        self.backoff_jitter = backoff_jitter
         self.state = LoopState()
         self._wake = asyncio.Event()
         self._stopping = False
-        self._backoff = backoff_start
+        self._failed_ticks = 0  # in the current outage
         self._last_error: str | None = None
 
     def nudge(self) -> None:
@@ -95,7 +90,7 @@ class RunnerLoop:
             down_for = time.monotonic() - self.state.database_down_since
             log.warning("database reachable again after %.1f s; ticking resumes", down_for)
             self.state.database_down_since = None
-            self._backoff = self.backoff_start
+            self._failed_ticks = 0
         return delay
 
     def _database_failed(self, exc: BaseException) -> float:
@@ -104,9 +99,11 @@ class RunnerLoop:
             self.state.outages += 1
             self.state.database_down_since = time.monotonic()
             log.error("database unreachable (%s: %s); retrying with backoff", type(exc).__name__, exc)
-            self._backoff = self.backoff_start
-        delay = self._backoff
-        self._backoff = min(self._backoff * 2, self.backoff_cap)
+            self._failed_ticks = 0
+        delay = backoff_delay(
+            self._failed_ticks, first=self.backoff_start, cap=self.backoff_cap, jitter=self.backoff_jitter
+        )
+        self._failed_ticks += 1
         return delay
 
     async def _delay_until_next_wake(self, tick_started: dt.datetime) -> float:
