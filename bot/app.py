@@ -3,7 +3,7 @@
 
 Everything comes in through the constructor: the validated config and the database engine. There
 is no import-time state, so a test builds as many bots as it likes (one per simulated restart).
-``setup_hook`` wires the engine's services to the Discord delivery, adds the ``/event`` cog,
+``setup_hook`` wires the engine's services to the Discord delivery, loads the ``/event`` cog,
 registers the restart-proof buttons and starts the tick and staff-log loops. Commands are synced
 only by ``sync_commands`` (never in ``on_ready``, which runs on every reconnect).
 
@@ -22,7 +22,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.clock import DiscordClock
-from bot.cogs.events import EventCog, StartAnyway
 from bot.config import Config
 from bot.cues import CueButton
 from bot.discord_delivery import DiscordDelivery
@@ -79,8 +78,10 @@ class EventBot(commands.Bot):
         return self.services.delivery  # type: ignore[return-value]
 
     async def setup_hook(self) -> None:
-        self.add_dynamic_items(CueButton, StartAnyway)
-        await self.add_cog(EventCog(self))
+        self.add_dynamic_items(CueButton)
+        # An extension, as discord.py's advanced_startup.py loads its cogs: the module's
+        # ``setup`` adds the cog and the components that belong to it.
+        await self.load_extension("bot.cogs.events")
         if self.engine is None:
             return
         self._services = assemble(

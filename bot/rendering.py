@@ -39,7 +39,6 @@ STEP_ICONS = {
     "done": "✅",
     "skipped": "⏭️",
     "failed": "❌",
-    "refused": "🚫",
     "cancelled": "⏹️",
     "not reached": "·",
 }
@@ -143,6 +142,11 @@ def status_embed(run: RunView) -> discord.Embed:
         lines.append(f"Scheduled for {timestamp(run.scheduled_for, 'f')} ({timestamp(run.scheduled_for)})")
     if run.ended_at is not None:
         lines.append(f"Ended {timestamp(run.ended_at)}")
+    if run.health == "stalled" and run.in_flight:
+        lines.append(
+            "⚠️ Stalled: no runner has moved this run on when it should have. "
+            "Check that the bot's runner is alive (the staff log says since when)."
+        )
     if run.last_error:
         lines.append(f"Last error: {clip(run.last_error, 500)}")
     if run.unreadable:
@@ -240,7 +244,15 @@ def _step_label(run: RunView | None, step_id: Any) -> str:
 
 
 # The run-log kinds ``log_line`` can word; every other kind is history staff need not be told.
-LOGGED_KINDS = frozenset({"run.status", "run.blocked", "run.degraded"})
+LOGGED_KINDS = frozenset({"run.status", "run.blocked", "run.degraded", "run.stalled", "run.recovered"})
+
+
+def _stalled_reason(detail: dict[str, Any], run: RunView | None) -> str:
+    if detail.get("reason") == "reclaimed":
+        step = _step_label(run, detail.get("step_id"))
+        return f"a runner died holding {step} {detail.get('reclaims')} times (is the bot crash-looping?)"
+    overdue = int(float(detail.get("overdue_seconds") or 0)) // 60
+    return f"nobody has advanced it for {overdue} minutes past when it was due"
 
 
 def log_line(entry: dict[str, Any], run: RunView | None) -> str | None:
@@ -254,6 +266,10 @@ def log_line(entry: dict[str, Any], run: RunView | None) -> str | None:
         return f"⏳ {name} is waiting: run {detail.get('holder_run_id')} holds `{detail.get('key')}`"
     if kind == "run.degraded":
         return f"⚠️ {name} is degraded: {clip(str(detail.get('reason', '')), 300)}"
+    if kind == "run.stalled":
+        return f"🛑 {name} is stalled: {_stalled_reason(detail, run)}"
+    if kind == "run.recovered":
+        return f"▶️ {name} is moving again (health {detail.get('to', 'ok')})"
     if kind != "run.status":
         return None
     to = detail.get("to")

@@ -80,6 +80,12 @@ class RunnerSettings:
     blocked_recheck_seconds: float = 10.0
     # Waits in rehearsal runs pass this many times faster (staff watch an event play out).
     rehearsal_speed: float = 1.0
+    # A run in progress is ``stalled`` when it is this far past its wake time with no live lease
+    # (nobody is advancing it: every runner is down, wedged or too far behind) ...
+    stall_after_seconds: float = 600.0
+    # ... or when the reclaim hands one of its steps back this many times: its runner keeps
+    # dying on it (a crash loop; with the defaults, the next death spends the last attempt).
+    stall_reclaims: int = 2
 
 
 @dataclass
@@ -88,6 +94,7 @@ class TickReport:
     gave_up: int = 0
     materialised: int = 0
     missed: int = 0
+    stalled: int = 0
     runs_advanced: int = 0
     steps_dispatched: int = 0
     errors: list[str] = field(default_factory=list)
@@ -154,6 +161,7 @@ class Runner:
         async with self._tick_lock:
             report = TickReport()
             await self._reclaim(report)
+            await self._mark_stalled(report)
             await self._materialise(report)
             await self._mark_missed(report)
             await self._advance_due(report)
@@ -194,6 +202,7 @@ class Runner:
                 await run_log.write(
                     conn, run_id, "step.failed", now, step_id=step["id"], detail={"error": steps_sql.GAVE_UP}
                 )
+                await self._recover(conn, run_id, now)
                 await self._apply_on_failure(conn, run_id, step, steps_sql.GAVE_UP, now)
             elif step["status"] == "cancelled":
                 await run_log.write(
@@ -208,7 +217,66 @@ class Runner:
                     step_id=step["id"],
                     detail={"attempts": step["attempts"]},
                 )
+                reclaims = await runs_sql.step_reclaims(conn, run_id, int(step["id"]))
+                if reclaims >= self.settings.stall_reclaims:
+                    await self._stall(
+                        conn,
+                        run_id,
+                        now,
+                        {"reason": "reclaimed", "step_id": int(step["id"]), "reclaims": reclaims},
+                    )
             await runs_sql.nudge(conn, run_id, now)
+
+    # ── Stalled ───────────────────────────────────────────────────────────
+
+    async def _mark_stalled(self, report: TickReport) -> None:
+        report.stalled += await self._mark_stalled_transaction()
+
+    @retry_on_conflict
+    async def _mark_stalled_transaction(self) -> int:
+        """Runs far past their wake that nobody holds. The advance that follows in this same tick
+        usually moves them on (and ``_recover`` clears it); the two log lines then say how long
+        the run stood still, which is what staff want to know after an outage."""
+        now = self.clock.now()
+        before = now - dt.timedelta(seconds=self.settings.stall_after_seconds)
+        stalled = 0
+        async with self.engine.begin() as conn:
+            for row in await runs_sql.find_overdue(conn, now, before):
+                overdue = (now - row["wake_at"]).total_seconds()
+                detail = {
+                    "reason": "overdue",
+                    "wake_at": row["wake_at"].isoformat(),
+                    "overdue_seconds": overdue,
+                }
+                if await self._stall(conn, int(row["id"]), now, detail, health=row["health"]):
+                    stalled += 1
+        return stalled
+
+    async def _stall(
+        self,
+        conn: AsyncConnection,
+        run_id: int,
+        now: dt.datetime,
+        detail: dict[str, Any],
+        *,
+        health: str | None = None,
+    ) -> bool:
+        """Mark the run stalled and log ``run.stalled`` once (with the health it had)."""
+        if health is None:
+            run = await runs_sql.get(conn, run_id)
+            if run is None:
+                return False
+            health = str(run["health"])
+        if health == "stalled" or not await runs_sql.stall(conn, run_id, health, now):
+            return False
+        await run_log.write(conn, run_id, "run.stalled", now, detail={**detail, "from": health})
+        return True
+
+    async def _recover(self, conn: AsyncConnection, run_id: int, now: dt.datetime) -> None:
+        """The run moved (a step settled, a phase or status changed): a stall is over."""
+        restored = await runs_sql.recover(conn, run_id, now)
+        if restored is not None:
+            await run_log.write(conn, run_id, "run.recovered", now, detail={"to": restored})
 
     # ── 2. Occurrences ────────────────────────────────────────────────────
 
@@ -438,7 +506,7 @@ class Runner:
                     return None
                 continue
             if status == "ending":
-                await self._complete(run_id, now)
+                await self._complete(run_id, now, recover=run["health"] == "stalled")
                 return None
             if status != "running":
                 return None
@@ -479,6 +547,8 @@ class Runner:
                 conn, int(run["id"]), "starting", "running", now, phase=first.key
             ):
                 return False
+            if run["health"] == "stalled":
+                await self._recover(conn, int(run["id"]), now)
             await run_log.write(
                 conn, int(run["id"]), "run.status", now, detail={"from": "starting", "to": "running"}
             )
@@ -510,6 +580,8 @@ class Runner:
         ``_Abandon`` (rolling it back) when the run stopped being ``running`` underneath us."""
         run_id = int(run["id"])
         async with self.engine.begin() as conn:
+            if run["health"] == "stalled":
+                await self._recover(conn, run_id, now)
             await run_log.write(conn, run_id, "phase.completed", now, detail={"phase": phase})
             if following is None:
                 if not await runs_sql.transition(conn, run_id, "running", "ending", now):
@@ -537,8 +609,10 @@ class Runner:
                 await run_log.write(conn, run_id, "phase.started", now, detail={"phase": following.key})
 
     @retry_on_conflict
-    async def _complete(self, run_id: int, now: dt.datetime) -> None:
+    async def _complete(self, run_id: int, now: dt.datetime, *, recover: bool = False) -> None:
         async with self.engine.begin() as conn:
+            if recover:
+                await self._recover(conn, run_id, now)
             if await runs_sql.transition(conn, run_id, "ending", "completed", now):
                 await run_log.write(
                     conn, run_id, "run.status", now, detail={"from": "ending", "to": "completed"}
@@ -616,6 +690,9 @@ class Runner:
         step_id = int(step["id"])
         now = self.clock.now()
         async with self.engine.begin() as conn:
+            if run["health"] == "stalled":
+                # Before anything this settle degrades: ``degrade`` only moves ``ok``.
+                await self._recover(conn, run_id, now)
             if outcome.outcome == "done":
                 if not await steps_sql.finish(conn, step_id, self.owner, "done", now, result=outcome.output):
                     return await self._settle_refused(conn, run_id, step, outcome, now)

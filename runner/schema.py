@@ -40,9 +40,13 @@ RUN_TERMINAL = ("completed", "cancelled", "failed", "missed")
 RUN_TICKABLE = ("scheduled", "starting", "running", "ending")
 # Statuses that hold a concurrency key: a scheduled run has not taken it yet.
 RUN_HOLDS_KEY = ("starting", "running", "paused", "ending")
+# Statuses in which the tick, not a human, is what moves the run on: past the start, not ended.
+# A run here that nobody advances is ``stalled``.
+RUN_IN_PROGRESS = ("starting", "running", "ending")
 RUN_HEALTH = ("ok", "degraded", "stalled")
 
-STEP_STATUSES = ("pending", "running", "done", "failed", "skipped", "refused", "cancelled")
+# The seeds' DDL also lists ``refused``; nothing ever wrote it, and migration 0003 dropped it.
+STEP_STATUSES = ("pending", "running", "done", "failed", "skipped", "cancelled")
 STEP_OPEN = ("pending", "running")
 ON_FAILURE = ("skip", "pause", "abort_run")
 

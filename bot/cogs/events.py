@@ -369,4 +369,6 @@ class StartAnyway(discord.ui.DynamicItem[discord.ui.Button], template=START_TEMP
 
 
 async def setup(bot: EventBot) -> None:
+    """Loaded by ``EventBot.setup_hook`` as an extension (``bot.load_extension``)."""
+    bot.add_dynamic_items(StartAnyway)
     await bot.add_cog(EventCog(bot))

@@ -16,7 +16,16 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
-from runner.schema import RUN_HOLDS_KEY, RUN_IN_FLIGHT, RUN_TERMINAL, RUN_TICKABLE, definitions, runs
+from runner.schema import (
+    RUN_HOLDS_KEY,
+    RUN_IN_FLIGHT,
+    RUN_IN_PROGRESS,
+    RUN_TERMINAL,
+    RUN_TICKABLE,
+    definitions,
+    run_log,
+    runs,
+)
 
 Row = sa.RowMapping
 
@@ -208,6 +217,55 @@ async def degrade(conn: AsyncConnection, run_id: int, now: dt.datetime) -> bool:
         .values(health="degraded", updated_at=now)
     )
     return result.rowcount == 1
+
+
+async def find_overdue(conn: AsyncConnection, now: dt.datetime, before: dt.datetime) -> Sequence[Row]:
+    """Runs in progress that wanted a tick before ``before`` and that no live lease holds: nobody
+    is advancing them. Reads ``idx_evrun_wake`` only (the range stops at ``before``); status and
+    health are checked here for the same planner reason as in ``find_due``."""
+    query = sa.select(runs.c.id, runs.c.status, runs.c.health, runs.c.wake_at).where(
+        runs.c.wake_at < before,
+        sa.or_(runs.c.claim_expires_at.is_(None), runs.c.claim_expires_at < now),
+    )
+    rows = (await conn.execute(query)).mappings().all()
+    return [row for row in rows if row["status"] in RUN_IN_PROGRESS and row["health"] != "stalled"]
+
+
+async def stall(conn: AsyncConnection, run_id: int, from_health: str, now: dt.datetime) -> bool:
+    """``ok|degraded -> stalled`` for a run in progress; True only for the call that changed it
+    (so ``run.stalled`` is logged once). The caller passes the health it read, and the log line
+    keeps it, so the guard also refuses a run whose health moved since."""
+    result = await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id, runs.c.health == from_health, runs.c.status.in_(RUN_IN_PROGRESS))
+        .values(health="stalled", updated_at=now)
+    )
+    return result.rowcount == 1
+
+
+async def recover(conn: AsyncConnection, run_id: int, now: dt.datetime) -> str | None:
+    """``stalled -> degraded`` if the run was ever degraded (its ``run.degraded`` line is the
+    record; ``degrade`` writes one only on ``ok -> degraded``), else ``stalled -> ok``. Answers the
+    health restored, or None when the run was not stalled (one statement matching nothing)."""
+    was_degraded = (
+        sa.select(run_log.c.id).where(run_log.c.run_id == run_id, run_log.c.kind == "run.degraded").exists()
+    )
+    result = await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id, runs.c.health == "stalled")
+        .values(health=sa.case((was_degraded, "degraded"), else_="ok"), updated_at=now)
+    )
+    if result.rowcount != 1:
+        return None
+    return str((await conn.execute(sa.select(runs.c.health).where(runs.c.id == run_id))).scalar())
+
+
+async def step_reclaims(conn: AsyncConnection, run_id: int, step_id: int) -> int:
+    """How many times the reclaim has handed this step back (its runner died holding it)."""
+    query = sa.select(sa.func.count()).where(
+        run_log.c.run_id == run_id, run_log.c.step_id == step_id, run_log.c.kind == "step.reclaimed"
+    )
+    return int((await conn.execute(query)).scalar() or 0)
 
 
 async def set_last_error(conn: AsyncConnection, run_id: int, error: str | None, now: dt.datetime) -> None:

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from runner.db import create_engine
 from runner.migrate import current_revision, drift, upgrade
 
-HEAD = "0002"
+HEAD = "0003"
 
 
 async def _tables(engine: AsyncEngine) -> set[str]:
