@@ -29,10 +29,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from actions import build_registry, validation_registry
 from bot import config as config_module
 from bot.config import Config, ConfigError
-from runner import catalog, views
+from runner import catalog, schedule, views
 from runner.clock import SystemClock, utcnow
 from runner.db import DATABASE_ERRORS, DatabaseUrlError, check_url, create_engine, masked_url
-from runner.definitions import CronSchedule, EventDefinition, OnceSchedule, load_file
+from runner.definitions import EventDefinition, load_file
 from runner.errors import DefinitionError, Problem
 from runner.migrate import current_revision, upgrade
 from runner.preflight import preflight
@@ -135,15 +135,6 @@ def _database_url(args: argparse.Namespace, config: Config) -> str:
     if args.database is not None:
         return checked_database(args.database)
     return config.database_url
-
-
-def describe_schedule(definition: EventDefinition) -> str:
-    schedule = definition.schedule
-    if isinstance(schedule, CronSchedule):
-        return f"cron {schedule.cron!r} in {schedule.timezone}"
-    if isinstance(schedule, OnceSchedule):
-        return f"once at {schedule.at.isoformat()}"
-    return "manual"
 
 
 # ── Definitions from files ──────────────────────────────────────────────────
@@ -305,7 +296,7 @@ def _summary(definition: EventDefinition) -> str:
     scopes = f"scopes {', '.join(definition.scopes)}" if definition.scopes else "no scopes"
     return (
         f"{definition.key} ({definition.title!r}): {_plural(len(definition.phases), 'phase')}, "
-        f"{_plural(steps, 'step')}, {scopes}, {describe_schedule(definition)}"
+        f"{_plural(steps, 'step')}, {scopes}, {schedule.describe(definition.schedule)}"
     )
 
 

@@ -4,7 +4,8 @@
   to ``gm_channel``. A rehearsal run's messages all go to ``sandbox_channel``, marked
   ``[REHEARSAL]`` with every ping suppressed; with no sandbox configured a rehearsal posts
   nothing (terminal), never to a live channel. A channel outside the configured guild is refused.
-* **Mentions are locked down** on every message: ``allowed_mentions`` names only the roles in
+* **Mentions are locked down** on every message, by the one policy in ``actions.mentions`` (the
+  rehearsal's console applies the same): ``allowed_mentions`` names only the roles in
   ``announce.allowed_ping_roles`` (a GM cue: its own ping role), never users, and
   ``@everyone`` / ``@here`` only when ``announce.allow_everyone`` says so. A ping the config does
   not allow is shown inert rather than refused at delivery; preflight reports it before the run.
@@ -26,8 +27,9 @@ from typing import Any
 import aiohttp
 import discord
 
-from actions import limits
+from actions import limits, mentions
 from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted
+from actions.mentions import Mentions, PingPolicy
 from actions.messaging import Describe
 from bot.config import Config
 from bot.cues import cue_embed, cue_view, mark_settled, settled_text
@@ -70,37 +72,29 @@ class DiscordDelivery:
     async def announce(self, announcement: Announcement) -> Posted:
         rehearsal = bool(announcement.context and announcement.context.rehearsal)
         channel = await self._channel(announcement.channel, rehearsal=rehearsal)
-        role_id = self._ping_role_id(announcement.ping_role)
-        parts = [f"<@&{role_id}>" if role_id else None, announcement.content]
-        content = " ".join(p for p in parts if p) or None
+        decision = self._decide(announcement, rehearsal)
+        content = decision.text(markup=True)
         embed = build_embed(announcement.embed) if announcement.embed else None
         if rehearsal:
             content = clip(f"{REHEARSAL_MARK} {content or ''}".strip(), limits.CONTENT_MAX)
-            mentions = discord.AllowedMentions.none()
-        else:
-            mentions = self.announce_mentions()
         message = await self._send(
-            announcement, channel, content=content, embed=embed, allowed_mentions=mentions
+            announcement, channel, content=content, embed=embed, allowed_mentions=allowed_mentions(decision)
         )
         return Posted(str(channel.id), str(message.id), getattr(channel, "name", None))
 
     async def post_cue(self, cue: Cue) -> Posted:
         rehearsal = bool(cue.context and cue.context.rehearsal)
         channel = await self._channel(self._cue_channel_ref(cue), rehearsal=rehearsal)
-        role_id = self._ping_role_id(cue.ping_role)
-        content = f"<@&{role_id}>" if role_id else None
+        decision = self._decide(cue, rehearsal)
+        content = decision.text(markup=True)
         if rehearsal:
             content = f"{REHEARSAL_MARK} {content or ''}".strip()
-            mentions = discord.AllowedMentions.none()
-        else:
-            roles = [discord.Object(role_id)] if role_id else []
-            mentions = discord.AllowedMentions(everyone=False, users=False, roles=roles, replied_user=False)
         message = await self._send(
             cue,
             channel,
             content=content,
             embed=cue_embed(cue),
-            allowed_mentions=mentions,
+            allowed_mentions=allowed_mentions(decision),
             view=cue_view(cue.step_id),
         )
         return Posted(str(channel.id), str(message.id), getattr(channel, "name", None))
@@ -169,23 +163,20 @@ class DiscordDelivery:
 
     # ── Helpers ───────────────────────────────────────────────────────────
 
-    def announce_mentions(self) -> discord.AllowedMentions:
-        roles = [discord.Object(self.config.roles[a]) for a in self.config.announce.allowed_ping_roles]
-        return discord.AllowedMentions(
-            everyone=self.config.announce.allow_everyone, users=False, roles=roles, replied_user=False
+    @property
+    def ping_policy(self) -> PingPolicy:
+        return PingPolicy(
+            self.config.roles, self.config.announce.allowed_ping_roles, self.config.announce.allow_everyone
         )
 
-    def _ping_role_id(self, alias: str | None) -> int | None:
-        """The role a step pings. One the config does not have fails the step, terminal: posting
-        without the ping would drop it silently from a run that then reads as healthy."""
-        if alias is None:
-            return None
-        role_id = self.config.roles.get(alias)
-        if role_id is None:
-            raise DeliveryError(
-                f"ping role {alias!r} is not one of the role aliases in config (roles)", transient=False
-            )
-        return role_id
+    def _decide(self, request: Announcement | Cue, rehearsal: bool) -> Mentions:
+        """The mention policy's decision. A ping role the config does not have fails the step,
+        terminal: posting without the ping would drop it silently from a run that then reads as
+        healthy."""
+        decision = mentions.for_request(self.ping_policy, request, suppressed=rehearsal)
+        if decision.problem:
+            raise DeliveryError(decision.problem, transient=False)
+        return decision
 
     def _cue_channel_ref(self, cue: Cue) -> str | None:
         return cue.channel or self.config.gm_channel
@@ -200,11 +191,12 @@ class DiscordDelivery:
         announcement: bool,
     ) -> list[str]:
         # Aliases only: a raw id would ping a role the config never named.
-        role_id = self.config.roles.get(alias)
-        if role_id is None:
-            return [f"ping role {alias!r} is not one of the role aliases in config (roles)"]
-        allowed = {self.config.roles[a] for a in self.config.announce.allowed_ping_roles}
-        if announcement and role_id not in allowed:
+        decision = mentions.decide(self.ping_policy, ping_role=alias, content=None, announcement=announcement)
+        if decision.problem:
+            return [decision.problem]
+        role_id = decision.role_id
+        assert role_id is not None, "the config names every alias it knows"
+        if f"@{alias}" in decision.inert:
             return [
                 f"announcements may not ping role {alias!r}: add it to announce.allowed_ping_roles, "
                 "or the mention stays inert"
@@ -308,6 +300,18 @@ class DiscordDelivery:
             missing = missing_permissions(channel.permissions_for(me), embed=embed)
         what = f"missing {', '.join(missing)}" if missing else (exc.text or "forbidden")
         return f"the bot may not post in {_label(channel, '')}: {what} (Discord {exc.code})"
+
+
+def allowed_mentions(decision: Mentions) -> discord.AllowedMentions:
+    """The policy's decision as Discord applies it: only what it names may ping, never users."""
+    if decision.suppressed:
+        return discord.AllowedMentions.none()
+    return discord.AllowedMentions(
+        everyone=decision.everyone,
+        users=False,
+        roles=[discord.Object(i) for i in decision.allowed_role_ids],
+        replied_user=False,
+    )
 
 
 def missing_permissions(perms: discord.Permissions, *, embed: bool) -> list[str]:

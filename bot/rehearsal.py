@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import re
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Iterable
@@ -32,8 +31,9 @@ from typing import Any, Literal, TextIO
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from actions import validation_registry
+from actions import mentions, validation_registry
 from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted
+from actions.mentions import Mentions, PingPolicy
 from bot.config import Config
 from bot.services import Services, assemble
 from runner import catalog, views
@@ -179,21 +179,18 @@ def run_label(run_id: int, scope: str) -> str:
 
 # ── The console delivery ────────────────────────────────────────────────────
 
-EVERYONE = re.compile(r"@(everyone|here)\b")
-
 
 class ConsoleDelivery:
     """``actions.delivery.Delivery`` that shows each message as its readers would see it.
 
     Announcements are shown as players see them (channel, text with the role mention in front,
-    embed, who is pinged); cues as the GM sees them. The rules are the Discord delivery's
-    (``bot.discord_delivery``): an announcement pings only roles in
-    ``announce.allowed_ping_roles`` (others show, inert), a cue pings its own role,
-    ``@everyone`` / ``@here`` ping only with ``announce.allow_everyone``. When the config names
+    embed, who is pinged); cues as the GM sees them. Who is pinged is decided by the mention
+    policy the Discord delivery applies (``actions.mentions``), for a live run: a rehearsal run
+    in Discord goes to the sandbox channel with every ping suppressed, but here each message is
+    shown where, and with the pings, the live event would post it. When the config names
     channels or roles it is a real server's, and a channel or ping role it lacks fails the step
     for good, as it would live; with neither configured (the quick start), any alias is
-    accepted. Rehearsal runs go to the sandbox channel in
-    Discord; here each message is shown where the live event would post it.
+    accepted.
     """
 
     def __init__(self, console: Console, config: Config) -> None:
@@ -240,7 +237,7 @@ class ConsoleDelivery:
         have. ``validate`` and ``publish`` ask the same question (through ``check``) when a
         config is in effect, so what they accept is what this delivery posts."""
         problems = self._channel_problems(request)
-        if self._unknown_role(request.ping_role):
+        if self._decide(request).unknown_role is not None:
             known = ", ".join(sorted(self.config.roles)) or "none"
             problems.append(
                 f"ping role {request.ping_role!r} is not one of the role aliases in config (roles: {known})"
@@ -258,10 +255,20 @@ class ConsoleDelivery:
             return [f"channel {channel!r} is not one of the channel aliases in config (channels: {known})"]
         return []
 
-    def _unknown_role(self, role: str | None) -> bool:
-        """A ping role a configured server does not have (the bot refuses such a step)."""
+    @property
+    def ping_policy(self) -> PingPolicy:
+        # A config naming channels or roles is a real server's; with neither (the quick start)
+        # there is no server to hold an alias to.
         configured = self.config.roles or self.config.channels
-        return bool(role and configured and role not in self.config.roles)
+        return PingPolicy(
+            self.config.roles if configured else None,
+            self.config.announce.allowed_ping_roles,
+            self.config.announce.allow_everyone,
+        )
+
+    def _decide(self, request: Announcement | Cue) -> Mentions:
+        # Shown as live: the sandbox's suppression is Discord's, not the event's.
+        return mentions.for_request(self.ping_policy, request)
 
     async def check(self, request: Announcement | Cue) -> list[str]:
         return self._problems(request)
@@ -308,46 +315,25 @@ class ConsoleDelivery:
     def _where(channel: str | None) -> str:
         return f"#{channel}" if channel else "the GM channel"
 
-    def _mentions(
-        self, role: str | None, content: str | None, *, announcement: bool
-    ) -> tuple[list[str], list[str]]:
-        """(who is pinged, mentions that show but ping nobody)."""
-        pinged: list[str] = []
-        inert: list[str] = []
-        if role and not self._unknown_role(role):
-            # Only announcements are held to allowed_ping_roles; a cue pings the GMs it names.
-            # Without a configured server (no roles) the author's intent is shown as is.
-            allowed = (
-                not announcement or not self.config.roles or role in self.config.announce.allowed_ping_roles
-            )
-            (pinged if allowed else inert).append(f"@{role}")
-        for match in EVERYONE.finditer(content or ""):
-            mention = match.group(0)
-            target = pinged if self.config.announce.allow_everyone else inert
-            if mention not in target:
-                target.append(mention)
-        return pinged, inert
-
-    def _ping_text(self, role: str | None, pinged: list[str], inert: list[str]) -> str:
-        text = f"pings {', '.join(pinged)}" if pinged else "no ping"
-        if inert:
-            text += f"; {', '.join(inert)} shown but inert (pings nobody)"
+    @staticmethod
+    def _ping_text(decision: Mentions) -> str:
+        text = f"pings {', '.join(decision.pinged)}" if decision.pinged else "no ping"
+        if decision.inert:
+            text += f"; {', '.join(decision.inert)} shown but inert (pings nobody)"
         return text
 
     def _show_announcement(self, a: Announcement, label: str, channel: str | None) -> None:
-        pinged, inert = self._mentions(a.ping_role, a.content, announcement=True)
-        role_mention = f"@{a.ping_role}" if a.ping_role and not self._unknown_role(a.ping_role) else None
+        decision = self._decide(a)
         body: list[str] = []
-        if a.content is not None or role_mention:
-            # The role mention goes in front of the text, as the bot sends it.
-            text = " ".join(part for part in (role_mention, a.content) if part)
-            body.extend(text.splitlines() or [""])
+        text = decision.text(markup=False)
+        if a.content is not None or text is not None:
+            body.extend((text or "").splitlines() or [""])
         if a.embed is not None:
             body.extend(_embed_lines(a.embed))
         self.console.emit_for_step(
             a.step_id,
             "delivery",
-            f"{label}: announcement in {self._where(channel)}, {self._ping_text(a.ping_role, pinged, inert)}",
+            f"{label}: announcement in {self._where(channel)}, {self._ping_text(decision)}",
             *body,
             kind="announce",
             run_id=a.run_id,
@@ -356,12 +342,12 @@ class ConsoleDelivery:
             channel=channel,
             content=a.content,
             embed=_embed_record(a.embed),
-            pings=pinged,
-            inert_mentions=inert,
+            pings=list(decision.pinged),
+            inert_mentions=list(decision.inert),
         )
 
     def _show_cue(self, c: Cue, label: str, channel: str | None) -> None:
-        pinged, inert = self._mentions(c.ping_role, None, announcement=False)
+        decision = self._decide(c)
         body = [f"│ {c.title}", *(f"│ {line}" for line in c.instructions.splitlines())]
         if c.context is not None:
             where = [
@@ -375,7 +361,7 @@ class ConsoleDelivery:
         self.console.emit_for_step(
             c.step_id,
             "delivery",
-            f"{label}: GM cue in {self._where(channel)}, {self._ping_text(c.ping_role, pinged, inert)}",
+            f"{label}: GM cue in {self._where(channel)}, {self._ping_text(decision)}",
             *body,
             kind="cue",
             run_id=c.run_id,
@@ -384,7 +370,7 @@ class ConsoleDelivery:
             channel=channel,
             title=c.title,
             instructions=c.instructions,
-            pings=pinged,
+            pings=list(decision.pinged),
         )
 
 

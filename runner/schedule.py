@@ -1,4 +1,4 @@
-"""When a definition's occurrences fall.
+"""When a definition's occurrences fall, and how a schedule is described to people.
 
 Cron expressions are evaluated in the definition's IANA time zone by ``cronsim`` (a maintained
 library), so "every Friday at 20:00 Europe/Berlin" stays at 20:00 local across DST changes; the
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from cronsim import CronSim
 
 from runner.clock import to_naive_utc
-from runner.definitions import CronSchedule, EventDefinition, OnceSchedule
+from runner.definitions import CronSchedule, EventDefinition, OnceSchedule, Schedule
 
 # A tick never works out more than this many occurrences of one definition at once, so a cron
 # of "every minute" after a week of downtime cannot flood the table.
@@ -42,3 +42,13 @@ def occurrences(definition: EventDefinition, after: dt.datetime, until: dt.datet
             if moment > after:
                 count += 1
                 yield moment
+
+
+def describe(schedule: Schedule) -> str:
+    """One line for lists (``validate``, ``definitions``, ``/event list``): ``manual``,
+    ``once at <ISO instant>`` or ``cron '<expression>' in <zone>``."""
+    if isinstance(schedule, CronSchedule):
+        return f"cron {schedule.cron!r} in {schedule.timezone}"
+    if isinstance(schedule, OnceSchedule):
+        return f"once at {schedule.at.isoformat()}"
+    return "manual"

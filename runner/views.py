@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from runner import catalog
+from runner import catalog, schedule
 from runner.definitions import EventDefinition
 from runner.errors import UnreadableDefinition
 from runner.schema import RUN_IN_FLIGHT
@@ -268,6 +268,13 @@ async def list_definitions(
     async with engine.connect() as conn:
         rows = await definitions_sql.list_all(conn)
         unreadable = await _unreadable_versions(conn, versions, {int(r["current_version_id"]) for r in rows})
+        # Through the model, as every other reader of a stored definition: the cache already
+        # holds each readable one.
+        readable = {
+            int(r["current_version_id"]): await versions.get(conn, int(r["current_version_id"]))
+            for r in rows
+            if int(r["current_version_id"]) not in unreadable
+        }
     summaries = []
     for row in rows:
         reason = unreadable.get(int(row["current_version_id"]))
@@ -276,17 +283,14 @@ async def list_definitions(
                 DefinitionSummary(row["key"], row["title"], int(row["version"]), [], "unreadable", reason)
             )
             continue
-        spec = row["spec"]
-        schedule = spec.get("schedule", {}) or {}
-        kind = schedule.get("kind", "manual")
-        text = {
-            "manual": "manual",
-            "once": f"once at {schedule.get('at')}",
-            "cron": f"cron {schedule.get('cron')} ({schedule.get('timezone')})",
-        }.get(kind, kind)
+        definition = readable[int(row["current_version_id"])]
         summaries.append(
             DefinitionSummary(
-                row["key"], row["title"], int(row["version"]), list(spec.get("scopes") or []), text
+                row["key"],
+                row["title"],
+                int(row["version"]),
+                list(definition.scopes),
+                schedule.describe(definition.schedule),
             )
         )
     return summaries
