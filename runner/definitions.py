@@ -437,7 +437,7 @@ def _check_step(
         return []
     action = registry.get(action_id)
     if action is None:
-        known = ", ".join(registry.ids())
+        known = ", ".join(registry.described())
         return [
             Problem(
                 f"unknown action {action_id!r} (known: {known})",

@@ -681,7 +681,13 @@ class Runner:
                 lease.until = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
                 await runs_sql.renew_claim(conn, lease.run_id, self.owner, lease.until)
             return await steps_sql.claim(
-                conn, int(step["id"]), run_id=lease.run_id, owner=self.owner, lease_until=step_lease, now=now
+                conn,
+                int(step["id"]),
+                run_id=lease.run_id,
+                owner=self.owner,
+                lease_until=step_lease,
+                now=now,
+                action_version=action.version if action else None,
             )
 
     @retry_on_conflict

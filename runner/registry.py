@@ -41,7 +41,12 @@ class Envelope:
 class Action:
     """One verb. ``perform(envelope, params)`` gets the envelope and the params already parsed
     by ``params_model``; with ``envelope.verify`` true it must check without acting and answer
-    ``{"ok": True}`` or ``{"ok": False, "retry": False, "problems": [...]}``."""
+    ``{"ok": True}`` or ``{"ok": False, "retry": False, "problems": [...]}``.
+
+    ``label`` names the action where a person chooses one (the known actions listed beside an
+    unknown one); ``version`` is recorded on every step the action performs (``action_version``,
+    as the seeds' steps carry it). ``risk`` and ``reversible`` are the seeds' shape, checked at
+    registration; nothing decides on them yet (the hardening tests build actions with them)."""
 
     id: str
     label: str
@@ -127,6 +132,10 @@ class ActionRegistry:
 
     def ids(self) -> list[str]:
         return sorted(self._actions)
+
+    def described(self) -> list[str]:
+        """Every action as ``id (label)``, sorted by id: what a person picks from."""
+        return [f"{a.id} ({a.label})" for a in sorted(self._actions.values(), key=lambda a: a.id)]
 
     def max_budget_ms(self) -> int:
         return max((a.budget_ms for a in self._actions.values()), default=1000)

@@ -122,10 +122,13 @@ async def claim(
     owner: str,
     lease_until: dt.datetime,
     now: dt.datetime,
+    action_version: int | None = None,
 ) -> bool:
     """``pending -> running`` (leased), only if due and only while *our* lease holds a run that
     is still ``running``. Folding the run's status into the claim is how a pause pressed
-    mid-batch stops the batch at the very next step, without a separate read."""
+    mid-batch stops the batch at the very next step, without a separate read. The version of
+    the action about to perform it is recorded (none when nobody registered the action)."""
+    recorded = {} if action_version is None else {"action_version": action_version}
     run_still_ours = (
         sa.select(sa.literal(1))
         .where(runs.c.id == run_id, runs.c.status == "running", runs.c.claimed_by == owner)
@@ -145,6 +148,7 @@ async def claim(
             claimed_by=owner,
             claim_expires_at=lease_until,
             started_at=sa.func.coalesce(steps.c.started_at, now),
+            **recorded,
             updated_at=now,
         )
     )

@@ -106,3 +106,11 @@ def test_two_modules_cannot_register_one_id() -> None:
     registry.register("a", [_action()])
     with pytest.raises(RegistrationError, match="already registered"):
         registry.register("b", [_action()])
+
+
+def test_the_registry_names_each_action_by_id_and_label() -> None:
+    """``label`` was validated and never read; it is what an author sees beside each id when a
+    step names an action nobody registered."""
+    registry = ActionRegistry()
+    registry.register("m", [_action(id="test.b", label="Bee"), _action(id="test.a", label="Ay")])
+    assert registry.described() == ["test.a (Ay)", "test.b (Bee)"]
