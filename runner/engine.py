@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import itertools
 import logging
 import os
 import socket
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -325,20 +324,39 @@ class Runner:
                 in_force = await self._version_in_force(conn, row, int(version["id"]))
                 if in_force is None or isinstance(in_force.definition.schedule, ManualSchedule):
                     continue
-                moments = list(itertools.islice(occurrences(in_force.definition, lower, upper), remaining))
-                for moment in moments:
-                    for scope in in_force.definition.run_scopes():
+                taken = await runs_sql.occurrences_taken(conn, definition_id, lower, upper)
+                scopes = in_force.definition.run_scopes()
+                for moment in self._moments(in_force.definition, lower, upper):
+                    missing = [scope for scope in scopes if (moment, scope) not in taken]
+                    for scope in missing:
                         if await catalog.create_run(conn, in_force, scope, moment, now, actor="schedule"):
                             created += 1
-                remaining -= len(moments)
+                    # Only occurrences this pass really created count towards its budget: after a
+                    # publish, walking the ones the old version already created costs nothing.
+                    remaining -= 1 if missing else 0
+                    if remaining == 0:
+                        # The pass stopped at its cap, not at ``until``: only what it reached is
+                        # done, and the next pass carries on from there. Recording ``until`` here
+                        # silently dropped every occurrence between the cap and the lookahead.
+                        reached = moment
+                        break
                 if remaining == 0:
-                    # The pass stopped at its cap, not at ``until``: only what it reached is
-                    # done, and the next pass carries on from there. Recording ``until`` here
-                    # silently dropped every occurrence between the cap and the lookahead.
-                    reached = moments[-1]
                     break
             await definitions_sql.set_materialised_until(conn, definition_id, reached)
         return created
+
+    @staticmethod
+    def _moments(
+        definition: EventDefinition, after: dt.datetime, until: dt.datetime
+    ) -> Iterator[dt.datetime]:
+        """Every occurrence in ``(after, until]``, however many: ``occurrences`` hands them out
+        ``MAX_OCCURRENCES_PER_PASS`` at a time."""
+        while True:
+            chunk = list(occurrences(definition, after, until))
+            yield from chunk
+            if len(chunk) < MAX_OCCURRENCES_PER_PASS:
+                return
+            after = chunk[-1]
 
     async def _version_in_force(
         self, conn: AsyncConnection, row: Any, version_id: int

@@ -322,6 +322,18 @@ async def wake_waiters(conn: AsyncConnection, holder_id: int, now: dt.datetime) 
     return result.rowcount
 
 
+async def occurrences_taken(
+    conn: AsyncConnection, definition_id: int, after: dt.datetime, until: dt.datetime
+) -> set[tuple[dt.datetime, str]]:
+    """The ``(scheduled_for, scope)`` pairs of ``uq_evrun_occurrence`` already held in
+    ``(after, until]``: a pass that walks them again creates nothing there and must not spend its
+    budget on them."""
+    query = sa.select(runs.c.scheduled_for, runs.c.scope).where(
+        runs.c.definition_id == definition_id, runs.c.scheduled_for > after, runs.c.scheduled_for <= until
+    )
+    return {(row.scheduled_for, row.scope) for row in (await conn.execute(query)).all()}
+
+
 async def find_due(conn: AsyncConnection, now: dt.datetime, limit: int) -> Sequence[Row]:
     """Runs the tick should look at: woken, due, and with no live lease.
 

@@ -153,6 +153,31 @@ async def test_defect_01b_publishing_a_new_version_keeps_the_occurrences_the_old
     assert versions_by_moment[down_until] != first_version, "the new version takes over at its publishing"
 
 
+async def test_defect_01c_a_pass_after_a_publish_does_not_spend_its_budget_on_runs_that_exist(
+    world: World,
+) -> None:
+    """Found by the model-based test. Before: after a new version, the next pass walked again
+    the occurrences the old version had already created, and counted them against its budget of
+    50, so a tick 13 hours on created nothing although two occurrences were due. Now only runs a
+    pass really creates count, and every due occurrence is a run after one tick."""
+    await publish_cron(world, "*/15 * * * *")
+    await world.tick(T0)  # 50 occurrences: T0 to T0 + 12 h 15 min
+    await world.publish(
+        {
+            "key": "often",
+            "title": "Often, v2",
+            "schedule": {"cron": "*/15 * * * *", "timezone": "UTC"},
+            "grace_seconds": 120,
+            "phases": [phase("main", step("test.noop"))],
+        }
+    )
+    later_on = T0 + dt.timedelta(hours=13)
+    await world.tick(later_on)
+    moments = {row.scheduled_for for row in await scheduled_runs(world)}
+    due = {T0 + k * 15 * MINUTE for k in range(13 * 4 + 1)}
+    assert due <= moments, f"due occurrences left uncreated: {sorted(due - moments)[:3]}"
+
+
 async def scheduled_version_ids(world: World, *, with_moments: bool = False) -> list[Any]:
     async with world.engine.connect() as conn:
         query = sa.select(runs.c.scheduled_for, runs.c.version_id).order_by(runs.c.scheduled_for)

@@ -256,6 +256,9 @@ class RunnerMachine(RuleBasedStateMachine):
             p.key: [(s.action, s.on_failure) for s in p.steps] for p in definition.phases
         }
         self.versions.current[published.definition_id] = published.version_id
+        if published.changed:
+            history = self.versions.history.setdefault(published.definition_id, [])
+            history.append((self.clock.now(), published.version_id))
         self.versions.grace[published.definition_id] = definition.grace_seconds
         if "schedule" in spec and published.definition_id not in self.versions.cron:
             self.versions.cron[published.definition_id] = (spec["schedule"]["cron"], self.clock.now())
