@@ -1,7 +1,7 @@
 """Fan-out: 500 runs of one ``discord.announce`` step through a delivery that enforces Discord's
 global limit of 50 requests per second, against the 10 s that limit makes the floor.
 
-Everything is the production wiring: ``bot.services.assemble`` with the production
+Everything is the production wiring: ``wiring.services.assemble`` with the production
 ``RunnerSettings()``, the real ``discord.announce`` action, ``controls.start`` creating the 500
 runs (one definition, 500 scopes), and ``RunnerLoop`` serving them. The clock starts before the
 start control and stops when the database says all 500 runs completed.
@@ -28,13 +28,13 @@ from bench.common import (
     median,
     slow_log_summary,
 )
-from bot.services import assemble
 from runner import catalog
 from runner import definitions as defs
 from runner.clock import utcnow
 from runner.engine import RunnerSettings
 from runner.loop import RunnerLoop
 from runner.schema import runs
+from wiring.services import assemble
 
 RUNS = 500
 QUICK_RUNS = 150  # --quick: a smoke pass, not the issue's figure (fixed costs weigh more)

@@ -33,20 +33,20 @@ def _status_mb(field: str) -> float:
 async def _child(url: str) -> dict[str, Any]:
     stages: dict[str, float] = {"python": _peak_mb()}
     try:
-        import bot.app
+        import bot.app  # noqa: F401
 
         imported = "bot.app"
     except Exception as exc:  # bot.app is being written by others; fall back to its parts
         import discord  # noqa: F401
 
         import actions  # noqa: F401
-        import bot.services  # noqa: F401
         import runner.engine  # noqa: F401
+        import wiring.services  # noqa: F401
 
-        imported = f"discord, bot.services, runner, actions (bot.app failed: {type(exc).__name__})"
+        imported = f"discord, wiring.services, runner, actions (bot.app failed: {type(exc).__name__})"
     from actions.delivery import RecordingDelivery
-    from bot.services import assemble
     from runner import views
+    from wiring.services import assemble
 
     stages["imports"] = _peak_mb()
     from runner.db import create_engine

@@ -1,5 +1,5 @@
-"""``python -m bot``: the command line (see ``bot.cli``)."""
+"""``python -m bot``: the command line (see ``cli``), kept because the README and scripts use it."""
 
-from bot.cli import main
+from cli import main
 
 raise SystemExit(main())

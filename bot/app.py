@@ -22,11 +22,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.clock import DiscordClock
-from bot.config import Config
 from bot.cues import CueButton
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import DATABASE_ERRORS, StartupError
-from bot.services import Services, assemble
 from bot.staff_log import StaffLog
 from bot.ticker import Ticker
 from bot.tree import GuardedTree
@@ -34,6 +32,8 @@ from runner.clock import Clock
 from runner.db import create_engine
 from runner.engine import RunnerSettings
 from runner.migrate import alembic_config, current_revision
+from wiring.config import Config
+from wiring.services import Services, assemble
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ Neither Discord's Administrator permission nor owning the server is a bypass, so
 is the whole answer to "who can start, stop or confirm an event". A capability with no roles
 configured is refused to everyone, with a reply that says which config key to set.
 
-Capabilities (``bot.config.CAPABILITIES``): ``start`` (/event start), ``control`` (pause,
+Capabilities (``wiring.config.CAPABILITIES``): ``start`` (/event start), ``control`` (pause,
 resume, cancel, retry, skip), ``cue`` (Confirm / Skip on a GM cue), ``rehearse``
 (/event rehearse). Reading (status, list) needs any one of them; an option's autocomplete needs
 the capability of the command it belongs to (a GM gets no choices for /event start).
@@ -19,7 +19,7 @@ import re
 
 import discord
 
-from bot.config import CAPABILITIES, Config
+from wiring.config import CAPABILITIES, Config
 
 WHAT = {
     "start": "start events",

@@ -24,12 +24,12 @@ from typing import Any
 import discord
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.config import Config
 from bot.errors import DATABASE_ERRORS
 from bot.rendering import LOGGED_KINDS, batch_lines, log_line
 from bot.ticker import WakeableLoop
 from runner.catalog import VersionCache
 from runner.views import RunView, latest_log_id, log_after, run_view
+from wiring.config import Config
 
 log = logging.getLogger(__name__)
 

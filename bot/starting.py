@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.config import Config
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import BotError
-from bot.services import Services
 from runner import views
 from runner.errors import Problem
 from runner.preflight import preflight
+from wiring.config import Config
+from wiring.services import Services
 
 ALL_SCOPES = "*"
 

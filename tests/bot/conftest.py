@@ -23,9 +23,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from actions import validation_registry
 from bot.app import EventBot, create_bot, sync_tree
-from bot.config import Config
 from runner import catalog, definitions
 from runner.views import list_runs, run_view
+from wiring.config import Config
 
 TICK = 5.0
 HERE = Path(__file__).parent

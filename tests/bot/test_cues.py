@@ -6,9 +6,9 @@ from __future__ import annotations
 from bot.app import create_bot
 from bot.cues import CueButton
 from bot.discord_delivery import DiscordDelivery
-from bot.services import assemble
 from runner.controls import Controls
 from tests.bot.conftest import Sim, buttons
+from wiring.services import assemble
 
 
 async def test_a_cue_posts_with_two_buttons_and_only_a_gm_may_press_them(sim: Sim) -> None:

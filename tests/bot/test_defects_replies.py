@@ -17,8 +17,8 @@ from simcord import assert_error, assert_responded
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from actions import limits, validation_registry
-from bot.cli import main
 from bot.errors import APOLOGY
+from cli import main
 from runner import catalog, definitions, schema
 from runner.db import create_engine
 from runner.errors import UnknownDefinition, UnreadableDefinition

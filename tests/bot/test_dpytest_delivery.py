@@ -5,7 +5,7 @@ kept for what it models well on discord.py 2.7: a guild, text channels, channel 
 the messages discord.py's ``channel.send`` builds (content, embeds, nonce). Its 0.7 backend cannot
 create roles or carry message components, so the GM cue (buttons) stays with simcord, and it
 drops ``allowed_mentions`` from what it records, so the mention policy is pinned there too. Here
-a run is started and ticked by the composition root's own runner (``bot.services.assemble``),
+a run is started and ticked by the composition root's own runner (``wiring.services.assemble``),
 its announcement goes out through ``DiscordDelivery`` into dpytest's fake HTTP, and the staff log
 reports it through ``StaffLog``, the way the bot does after every tick.
 """
@@ -22,14 +22,14 @@ import pytest
 from discord.ext import commands
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.config import Config
 from bot.discord_delivery import DiscordDelivery
 from bot.rendering import REHEARSAL_MARK
-from bot.services import Services, assemble
 from bot.staff_log import StaffLog
 from runner import catalog
 from runner.clock import ManualClock
 from runner.definitions import EventDefinition
+from wiring.config import Config
+from wiring.services import Services, assemble
 
 T0 = dt.datetime(2026, 9, 2, 12, 0, 0)
 PLAYERS = 4_242_424_242_424_242

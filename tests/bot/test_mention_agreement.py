@@ -18,7 +18,7 @@ import pytest
 
 from actions.delivery import Announcement, Cue, DeliveryError
 from bot.discord_delivery import DiscordDelivery
-from bot.rehearsal import Console, ConsoleDelivery
+from rehearsal import Console, ConsoleDelivery
 from runner.clock import ManualClock
 from tests.bot.conftest import Sim, make_config
 

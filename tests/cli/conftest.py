@@ -1,4 +1,4 @@
-"""The command line, driven through ``bot.cli.main(argv)`` exactly as ``python -m bot`` drives
+"""The command line, driven through ``cli.main(argv)`` exactly as ``python -m bot`` drives
 it, with its output captured. ``main`` runs ``asyncio.run`` itself, so these tests are plain
 synchronous functions (an async test would already be inside a running loop)."""
 
@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from bot.cli import main
+from cli import main
 from runner.db import create_engine
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from bot.config import Config
 from tests.cli.conftest import Cli, write_yaml
+from wiring.config import Config
 
 TOKEN = "MTIzNDU2Nzg5MDEyMzQ1Njc4.fake.token-never-printed"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from bot.cli import shown_url
+from cli.common import shown_url
 from runner import views
 from runner.schema import definitions, versions
 from tests.cli.conftest import EXAMPLE_FILES, EXAMPLES, Cli, on_database, sqlite_url, write_yaml

@@ -15,8 +15,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.config import Config, ConfigError, load
-from bot.rehearsal import RehearsalOptions, rehearse
+from rehearsal import RehearsalOptions, rehearse
 from runner import views
 from runner.clock import ManualClock, utcnow
 from runner.controls import Controls
@@ -32,6 +31,7 @@ from tests.cli.conftest import (
     sqlite_url,
     write_yaml,
 )
+from wiring.config import Config, ConfigError, load
 
 TREASURE = EXAMPLES / "treasure-hunt.yaml"
 INVASION = EXAMPLES / "invasion.yaml"
@@ -88,7 +88,7 @@ def test_defect_06_a_config_integer_of_more_than_4300_digits_is_one_located_line
 
 
 def test_defect_06_the_config_loader_raises_only_config_error_for_each_case(tmp_path: Path) -> None:
-    """The same three, through ``bot.config.load`` as every command calls it."""
+    """The same three, through ``wiring.config.load`` as every command calls it."""
     cases = {
         "bytes.yaml": b"guild_id: \xff\n",
         "offset.yaml": b"definitions_dir: 2026-01-01T00:00:00-24:00\n",

@@ -1,6 +1,6 @@
 """Issue 8, the definition-file side: ``validate FILE``, ``publish FILE`` and ``rehearse FILE``
 (defects 6 and 13). Each test is named for the defect it pins and says what happened before and
-what must happen now. Driven through ``bot.cli.main`` as ``python -m bot`` drives it."""
+what must happen now. Driven through ``cli.main`` as ``python -m bot`` drives it."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 
 from actions import validation_registry
-from bot.config import load
 from runner.definitions import CronSchedule, EventDefinition, ManualSchedule, StepDefinition, load_file
 from tests.cli.conftest import EXAMPLE_CONFIG, EXAMPLE_FILES, EXAMPLES
+from wiring.config import load
 
 
 def example(name: str) -> EventDefinition:

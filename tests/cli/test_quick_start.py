@@ -2,7 +2,7 @@
 
 The first quick-start command (``scripts/demo.py``) is run here as far as the process boundary:
 its virtual-environment set-up is replaced, the command it would ``exec`` is captured, and that
-very command line is run through ``bot.cli.main``. The second command's job, validating every
+very command line is run through ``cli.main``. The second command's job, validating every
 example among the rest of the suite, is the ``validate`` call below.
 """
 

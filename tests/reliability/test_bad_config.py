@@ -4,7 +4,7 @@ database URLs.
 The promise: whatever the file holds (wrong types, huge ints, negative and non-finite numbers,
 unicode digits, bytes that are not UTF-8, unknown keys, deep nesting, YAML that constructs
 nothing, token-looking values) and whatever the ``EVENTBOT_*`` variables say, the config loader,
-called exactly as the CLI calls it (``bot.cli.load_config(path)`` with the process environment),
+called exactly as the CLI calls it (``cli.common.load_config(path)`` with the process environment),
 either returns a config inside every documented bound or raises ``ConfigError``, and nothing else.
 Every problem names its key (and the environment variable, when the value came from one) or, for
 a file that is not readable YAML, its line and column. No problem repeats a token or a password.
@@ -34,8 +34,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.cli import load_config
-from bot.config import (
+from cli.common import load_config
+from runner import yaml_text
+from runner.db import MARIADB_OPTIONS, DatabaseUrlError, check_url, create_engine
+from tests.reliability.test_bad_input import YAML_ALPHABET
+from wiring.config import (
     ENV_PREFIX,
     REHEARSAL_SPEED_MAX,
     REHEARSAL_SPEED_MIN,
@@ -45,9 +48,6 @@ from bot.config import (
     Config,
     ConfigError,
 )
-from runner import yaml_text
-from runner.db import MARIADB_OPTIONS, DatabaseUrlError, check_url, create_engine
-from tests.reliability.test_bad_input import YAML_ALPHABET
 
 CONFIGS = 10_000
 URLS = 2_000

@@ -1,5 +1,5 @@
 """Fuzzing definitions (issue 8): 10,000 generated definition files through ``validate``'s own
-entry point, ``bot.cli.check_files``, in-process, and no traceback.
+entry point, ``cli.definitions.check_files``, in-process, and no traceback.
 
 The files are YAML text (bytes, as they reach the reader), mostly near-valid: real definitions,
 dumped, then damaged in the ways people and editors damage
@@ -38,10 +38,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.cli import CheckedFile, check_files
-from bot.config import Config
+from cli.definitions import CheckedFile, check_files
 from runner.errors import Problem
 from tests.reliability.test_bad_input import check_runnable, valid_definitions
+from wiring.config import Config
 
 FUZZ = settings(
     deadline=None,

@@ -50,12 +50,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from actions import validation_registry
 from bot.app import EventBot, create_bot, sync_tree
 from bot.cogs.events import StartAnyway
-from bot.config import Config
 from bot.cues import cue_view
 from bot.permissions import actor_label
 from bot.starting import ALL_SCOPES
 from runner import catalog, definitions
 from runner.schema import metadata
+from wiring.config import Config
 
 # The run and step tables' ids in every world: one run, its first phase's announce and cue.
 RUN, ANNOUNCE, CUE = 1, 1, 2

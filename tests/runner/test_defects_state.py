@@ -203,7 +203,7 @@ class CancellingDelivery(RecordingDelivery):
 
 def with_real_cue(world: World, delivery: RecordingDelivery) -> None:
     """The real ``gm.cue`` action on ``delivery``, and a runner wired to close cues through it,
-    as ``bot.services.assemble`` wires the bot's."""
+    as ``wiring.services.assemble`` wires the bot's."""
     world.runner = Runner(
         world.engine,
         world.registry,

@@ -19,7 +19,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from actions import build_registry, validation_registry
 from actions.delivery import Announcement, Cue, Posted, RecordingDelivery
 from actions.messaging import render
-from bot.services import assemble
 from runner import catalog, limits
 from runner import definitions as defs
 from runner.clock import ManualClock
@@ -29,6 +28,7 @@ from runner.preflight import preflight
 from runner.registry import Envelope
 from runner.schema import runs
 from tests.support.world import T0
+from wiring.services import assemble
 
 REGISTRY = validation_registry()
 

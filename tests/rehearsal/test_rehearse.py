@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 
 from actions.delivery import DeliveryError
-from bot.config import Config
-from bot.rehearsal import ConsoleDelivery, RehearsalOptions, rehearse
+from rehearsal import ConsoleDelivery, RehearsalOptions, rehearse
 from runner import views
 from tests.cli.conftest import (
     EXAMPLE_CONFIG,
@@ -31,6 +30,7 @@ from tests.cli.conftest import (
     sqlite_url,
     write_yaml,
 )
+from wiring.config import Config
 
 INVASION = EXAMPLES / "invasion.yaml"
 TREASURE = EXAMPLES / "treasure-hunt.yaml"

@@ -1,4 +1,4 @@
-"""``bot.config``: validated once, every problem listed, the environment overriding the file,
+"""``wiring.config``: validated once, every problem listed, the environment overriding the file,
 and the token only ever from DISCORD_TOKEN. The CLI's handling of a bad config is at the end.
 
 (These live under tests/cli rather than tests/bot, which belongs to the Discord front end.)
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import CAPABILITIES, Config, ConfigError, load, token_from_env
 from runner.db import DEFAULT_URL
 from tests.cli.conftest import EXAMPLE_CONFIG, Cli, write_yaml
+from wiring.config import CAPABILITIES, Config, ConfigError, load, token_from_env
 
 GOOD = {
     "guild_id": 100000000000000001,

@@ -1,0 +1,235 @@
+"""The console delivery: each message shown as its readers would see it, nothing sent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actions import mentions
+from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted
+from actions.mentions import Mentions, PingPolicy
+from rehearsal.console import Console, run_label
+from wiring.config import Config
+
+
+class ConsoleDelivery:
+    """``actions.delivery.Delivery`` that shows each message as its readers would see it.
+
+    Announcements are shown as players see them (channel, text with the role mention in front,
+    embed, who is pinged); cues as the GM sees them. Who is pinged is decided by the mention
+    policy the Discord delivery applies (``actions.mentions``), for a live run: a rehearsal run
+    in Discord goes to the sandbox channel with every ping suppressed, but here each message is
+    shown where, and with the pings, the live event would post it. When the config names
+    channels or roles it is a real server's, and a channel or ping role it lacks fails the step
+    for good, as it would live; with neither configured (the quick start), any alias is
+    accepted.
+    """
+
+    def __init__(self, console: Console, config: Config) -> None:
+        self.console = console
+        self.config = config
+        self.sent: list[Announcement | Cue] = []
+        self._posted: dict[str, Posted] = {}
+
+    # ── the protocol ──
+
+    async def announce(self, announcement: Announcement) -> Posted:
+        return self._deliver(announcement)
+
+    async def post_cue(self, cue: Cue) -> Posted:
+        return self._deliver(cue)
+
+    async def close_cue(self, run_id: int, step_id: int, posted: Posted, reason: str) -> None:
+        self.console.emit_for_step(
+            step_id,
+            "delivery",
+            f"{run_label(run_id, '')}: cue {posted.message_id} closed, its buttons disabled: {reason}",
+            kind="cue_closed",
+            run_id=run_id,
+            step_id=step_id,
+            reason=reason,
+        )
+
+    # ── what a real server would refuse ──
+
+    @property
+    def _strict(self) -> bool:
+        return bool(self.config.channels)
+
+    def _channel(self, request: Announcement | Cue) -> str | None:
+        channel = (
+            request.channel
+            if isinstance(request, Announcement)
+            else (request.channel or self.config.gm_channel)
+        )
+        return channel.lstrip("#") if channel else None
+
+    def _problems(self, request: Announcement | Cue) -> list[str]:
+        """What would make the bot refuse to post: a channel or a ping role the config does not
+        have. ``validate`` and ``publish`` ask the same question (through ``check``) when a
+        config is in effect, so what they accept is what this delivery posts."""
+        problems = self._channel_problems(request)
+        if self._decide(request).unknown_role is not None:
+            known = ", ".join(sorted(self.config.roles)) or "none"
+            problems.append(
+                f"ping role {request.ping_role!r} is not one of the role aliases in config (roles: {known})"
+            )
+        return problems
+
+    def _channel_problems(self, request: Announcement | Cue) -> list[str]:
+        if not self._strict:
+            return []
+        channel = self._channel(request)
+        if channel is None:
+            return ["no GM channel: the step names none and gm_channel is not configured"]
+        if self.config.channel_id(channel) is None:
+            known = ", ".join(sorted(self.config.channels))
+            return [f"channel {channel!r} is not one of the channel aliases in config (channels: {known})"]
+        return []
+
+    @property
+    def ping_policy(self) -> PingPolicy:
+        # A config naming channels or roles is a real server's; with neither (the quick start)
+        # there is no server to hold an alias to.
+        configured = self.config.roles or self.config.channels
+        return PingPolicy(
+            self.config.roles if configured else None,
+            self.config.announce.allowed_ping_roles,
+            self.config.announce.allow_everyone,
+        )
+
+    def _decide(self, request: Announcement | Cue) -> Mentions:
+        # Shown as live: the sandbox's suppression is Discord's, not the event's.
+        return mentions.for_request(self.ping_policy, request)
+
+    async def check(self, request: Announcement | Cue) -> list[str]:
+        return self._problems(request)
+
+    # ── showing ──
+
+    def _deliver(self, request: Announcement | Cue) -> Posted:
+        problems = self._problems(request)
+        if problems:
+            raise DeliveryError("; ".join(problems), transient=False)
+        label = self._run_label(request)
+        existing = self._posted.get(request.idempotency_key)
+        if existing is not None:
+            # A retried step carries the same key; Discord refuses the second copy, and so do we.
+            self.console.emit_for_step(
+                request.step_id,
+                "delivery",
+                f"{label}: not posted again (same idempotency key as message {existing.message_id})",
+                kind="duplicate",
+                run_id=request.run_id,
+                step_id=request.step_id,
+            )
+            return existing
+        channel = self._channel(request)
+        channel_id = self.config.channel_id(channel) if channel else None
+        posted = Posted(
+            channel_id=str(channel_id or channel or "gm"),
+            message_id=f"console-{len(self.sent) + 1}",
+            channel_name=channel,
+        )
+        self.sent.append(request)
+        self._posted[request.idempotency_key] = posted
+        if isinstance(request, Announcement):
+            self._show_announcement(request, label, channel)
+        else:
+            self._show_cue(request, label, channel)
+        return posted
+
+    def _run_label(self, request: Announcement | Cue) -> str:
+        scope = request.context.scope if request.context else ""
+        return run_label(request.run_id, scope)
+
+    @staticmethod
+    def _where(channel: str | None) -> str:
+        return f"#{channel}" if channel else "the GM channel"
+
+    @staticmethod
+    def _ping_text(decision: Mentions) -> str:
+        text = f"pings {', '.join(decision.pinged)}" if decision.pinged else "no ping"
+        if decision.inert:
+            text += f"; {', '.join(decision.inert)} shown but inert (pings nobody)"
+        return text
+
+    def _show_announcement(self, a: Announcement, label: str, channel: str | None) -> None:
+        decision = self._decide(a)
+        body: list[str] = []
+        text = decision.text(markup=False)
+        if a.content is not None or text is not None:
+            body.extend((text or "").splitlines() or [""])
+        if a.embed is not None:
+            body.extend(_embed_lines(a.embed))
+        self.console.emit_for_step(
+            a.step_id,
+            "delivery",
+            f"{label}: announcement in {self._where(channel)}, {self._ping_text(decision)}",
+            *body,
+            kind="announce",
+            run_id=a.run_id,
+            step_id=a.step_id,
+            scope=a.context.scope if a.context else None,
+            channel=channel,
+            content=a.content,
+            embed=_embed_record(a.embed),
+            pings=list(decision.pinged),
+            inert_mentions=list(decision.inert),
+        )
+
+    def _show_cue(self, c: Cue, label: str, channel: str | None) -> None:
+        decision = self._decide(c)
+        body = [f"│ {c.title}", *(f"│ {line}" for line in c.instructions.splitlines())]
+        if c.context is not None:
+            where = [
+                c.context.event_title,
+                c.context.phase_label,
+                c.context.scope,
+                "rehearsal" if c.context.rehearsal else "",
+            ]
+            body.append("│ " + " · ".join(part for part in where if part))
+        body.append("[ Confirm ]  [ Skip ]")
+        self.console.emit_for_step(
+            c.step_id,
+            "delivery",
+            f"{label}: GM cue in {self._where(channel)}, {self._ping_text(decision)}",
+            *body,
+            kind="cue",
+            run_id=c.run_id,
+            step_id=c.step_id,
+            scope=c.context.scope if c.context else None,
+            channel=channel,
+            title=c.title,
+            instructions=c.instructions,
+            pings=list(decision.pinged),
+        )
+
+
+def _embed_lines(embed: Embed) -> list[str]:
+    lines: list[str] = []
+    if embed.title:
+        lines.append(f"┃ {embed.title}")
+    if embed.description:
+        lines.extend(f"┃ {line}" for line in embed.description.splitlines())
+    for item in embed.fields:
+        value_lines = item.value.splitlines() or [""]
+        lines.append(f"┃ {item.name}: {value_lines[0]}")
+        lines.extend(f"┃   {line}" for line in value_lines[1:])
+    if embed.image_url:
+        lines.append(f"┃ [image] {embed.image_url}")
+    if embed.footer:
+        lines.append(f"┃ — {embed.footer}")
+    return lines
+
+
+def _embed_record(embed: Embed | None) -> dict[str, Any] | None:
+    if embed is None:
+        return None
+    return {
+        "title": embed.title,
+        "description": embed.description,
+        "colour": embed.colour,
+        "image": embed.image_url,
+        "footer": embed.footer,
+        "fields": [{"name": f.name, "value": f.value, "inline": f.inline} for f in embed.fields],
+    }

@@ -1,0 +1,286 @@
+"""One rehearsal of one definition (or of the runs an interrupted one left): drive the real
+``Runner.tick`` on a virtual clock, answer cues, and report each run's end."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from rehearsal import transcript
+from rehearsal.console import Console, format_duration, is_terminal, run_label
+from runner import catalog, views
+from runner.clock import ManualClock
+from runner.definitions import EventDefinition
+from runner.engine import RunnerSettings
+from runner.schema import RUN_TERMINAL
+from wiring.services import Services
+
+CueMode = Literal["ask", "confirm", "skip"]
+ACTOR = "rehearsal"
+# Enough for an event of hundreds of steps with every retry; a rehearsal that needs more is
+# going round in circles, and saying so beats hanging the terminal.
+MAX_ITERATIONS = 20_000
+
+# The rehearsal plays the event once, now. A look-ahead or look-back window would make the tick
+# materialise the definition's cron occurrences into the rehearsal database as live runs, and the
+# virtual clock would then play those too.
+REHEARSAL_SETTINGS = RunnerSettings(lookahead_seconds=0, lookback_seconds=0)
+
+Sleep = Callable[[float], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class RehearsalOptions:
+    # None when resuming the runs already in ``database_url``.
+    file: Path | None
+    cues: CueMode = "confirm"
+    # Event seconds per real second; None passes waits instantly.
+    speed: float | None = None
+    scope: str | None = None
+    # None: a temporary SQLite database, deleted afterwards.
+    database_url: str | None = None
+    as_json: bool = False
+    max_iterations: int = MAX_ITERATIONS
+
+
+class _Stop(Exception):
+    """End the rehearsal early; the message says why."""
+
+
+class Rehearsal:
+    """One rehearsal of one definition. ``run()`` answers the exit code: 0 only when every run
+    completed."""
+
+    def __init__(
+        self,
+        services: Services,
+        definition: EventDefinition | None,
+        options: RehearsalOptions,
+        console: Console,
+        *,
+        clock: ManualClock,
+        tick_interval_seconds: float,
+        sleep: Sleep,
+    ) -> None:
+        self.services = services
+        self.definition = definition
+        self.options = options
+        self.console = console
+        self.clock = clock
+        self.tick_interval_seconds = tick_interval_seconds
+        self.sleep = sleep
+        self.run_ids: list[int] = []
+        self._last_log_id: dict[int, int] = {}
+        self._views: dict[int, views.RunView] = {}
+
+    async def run(self) -> int:
+        services = self.services
+        assert self.definition is not None, "a new rehearsal plays a definition"
+        published = await catalog.publish(
+            services.engine,
+            self.definition,
+            self.clock.now(),
+            source=str(self.options.file),
+            actor=ACTOR,
+        )
+        started = await services.controls.start(
+            self.definition.key, scope=self.options.scope, actor=ACTOR, rehearsal=True
+        )
+        if not started.ok:
+            self.console.emit(
+                "error", f"cannot start the rehearsal: {started.message}", message=started.message
+            )
+            return 1
+        self.run_ids = list(started.run_ids)
+        verb = "published" if published.changed else "already published as"
+        self.console.note(
+            f"{verb} {published.key} v{published.version}; {started.message}; "
+            f"cues: {self.options.cues}; waits: {self._pace()}"
+        )
+        self.console.note("")
+        await self._refresh()
+        try:
+            await self._drive()
+        except _Stop as stop:
+            self.console.emit("error", f"rehearsal stopped: {stop}", message=str(stop))
+        return await self._finish()
+
+    async def carry_on(self, runs: list[views.RunSummary], last_log_ids: dict[int, int]) -> int:
+        """Drive runs an interrupted rehearsal left in flight to their end, as ``run`` would
+        have: a paused run is resumed first (``/event resume``: past its failed step), and only
+        what happens after ``last_log_ids`` is printed."""
+        self.run_ids = [run.id for run in runs]
+        self._last_log_id.update(last_log_ids)
+        self.console.note(
+            f"carrying on {len(runs)} rehearsal run(s): "
+            f"{', '.join(run_label(run.id, run.scope) for run in runs)}; "
+            f"cues: {self.options.cues}; waits: {self._pace()}"
+        )
+        self.console.note("")
+        for run in runs:
+            if run.status == "paused":
+                result = await self.services.controls.resume(run.id, actor=ACTOR)
+                if not result.ok:
+                    self.console.emit("error", result.message, message=result.message, run_id=run.id)
+        await self._refresh()
+        try:
+            await self._drive()
+        except _Stop as stop:
+            self.console.emit("error", f"rehearsal stopped: {stop}", message=str(stop))
+        return await self._finish()
+
+    def _pace(self) -> str:
+        if self.options.speed:
+            return f"{self.options.speed:g}x faster than real time"
+        return "instant (virtual clock)"
+
+    async def _drive(self) -> None:
+        runner = self.services.runner
+        for _ in range(self.options.max_iterations):
+            report = await runner.tick()
+            await self._refresh()
+            current = [self._views[run_id] for run_id in self.run_ids]
+            if all(view.status in RUN_TERMINAL for view in current):
+                return
+            paused = [view for view in current if view.status == "paused"]
+            if paused:
+                view = paused[0]
+                raise _Stop(
+                    f"{run_label(view.id, view.scope)} is paused: {view.last_error or 'a step failed'}. "
+                    "A live run would wait here for staff to retry, resume or cancel it."
+                )
+            parked = [(view, step) for view in current for step in view.open_steps() if step.parked]
+            if parked:
+                for view, step in parked:
+                    await self._answer(view, step)
+                await self._refresh()
+                continue
+            now = self.clock.now()
+            wake = await runner.next_wake()
+            if wake is None:
+                raise _Stop("no run is due and no cue is waiting, yet not every run has ended")
+            if wake <= now and (report.runs_advanced or report.steps_dispatched):
+                continue
+            blocked = any(view.status == "scheduled" and view.scheduled_for <= now for view in current)
+            if blocked:
+                # A run waiting on a concurrency key only rechecks now and then; nothing changes
+                # for it until its holder moves on, so skip straight to the holder's next step.
+                wake = self._next_step_due(now) or wake
+            if wake <= now:
+                wake = now + dt.timedelta(seconds=self.tick_interval_seconds)
+            await self._pass_time(now, wake)
+        raise _Stop(f"gave up after {self.options.max_iterations} ticks without every run ending")
+
+    def _next_step_due(self, now: dt.datetime) -> dt.datetime | None:
+        due = [
+            step.due_at
+            for view in self._views.values()
+            for step in view.open_steps()
+            if step.status == "pending" and step.due_at is not None and step.due_at > now
+        ]
+        return min(due, default=None)
+
+    async def _pass_time(self, now: dt.datetime, until: dt.datetime) -> None:
+        seconds = (until - now).total_seconds()
+        if self.options.speed:
+            real = seconds / self.options.speed
+            if real >= 1:
+                self.console.note(
+                    f"{' ' * Console.STAMP_WIDTH}… {format_duration(seconds)} of event time "
+                    f"passes in {real:.1f} s"
+                )
+            await self.sleep(real)
+        self.clock.set(until)
+
+    async def _answer(self, view: views.RunView, step: views.StepView) -> None:
+        assert step.id is not None
+        choice = self.options.cues
+        if choice == "ask":
+            choice = await self._ask(view, step)
+        controls = self.services.controls
+        if choice == "confirm":
+            result = await controls.confirm(step.id, actor=ACTOR)
+        else:
+            result = await controls.skip(step.id, actor=ACTOR)
+        if not result.ok:
+            self.console.emit(
+                "error", f"{run_label(view.id, view.scope)}: {result.message}", message=result.message
+            )
+
+    async def _ask(self, view: views.RunView, step: views.StepView) -> CueMode:
+        prompt = f"GM for {run_label(view.id, view.scope)}, cue {step.label!r}: [c]onfirm, [s]kip or [q]uit? "
+        # Prompts go to stderr under --json, so stdout stays one JSON object per line.
+        out = sys.stderr if self.console.as_json else self.console.stream
+        while True:
+            out.write(prompt)
+            out.flush()
+            line = await asyncio.to_thread(sys.stdin.readline)
+            if not line:
+                out.write("\n")
+                raise _Stop("stopped at a cue: the input ended before anyone answered")
+            answer = line.strip().lower()
+            if not is_terminal(sys.stdin):
+                # Answers piped in are not echoed by a terminal; echo them so the transcript reads.
+                out.write(f"{answer}\n")
+            if answer in ("c", "confirm"):
+                return "confirm"
+            if answer in ("s", "skip"):
+                return "skip"
+            if answer in ("q", "quit"):
+                raise _Stop("stopped at a cue, as asked")
+
+    # ── reading the engine's account back ──
+
+    async def _refresh(self) -> None:
+        """Re-read each run, then print the run-log lines written since the last look, in the
+        order they were written."""
+        engine = self.services.engine
+        fresh: list[tuple[int, dict[str, Any]]] = []
+        for run_id in self.run_ids:
+            view = await views.run_view(engine, run_id, self.services.versions)
+            assert view is not None
+            self._views[run_id] = view
+            last = self._last_log_id.get(run_id, 0)
+            for line in await views.log_for_run(engine, run_id):
+                if int(line["id"]) > last:
+                    fresh.append((run_id, line))
+                    self._last_log_id[run_id] = int(line["id"])
+        for run_id, line in sorted(fresh, key=lambda item: int(item[1]["id"])):
+            if line["step_id"] is not None:
+                self.console.release(int(line["step_id"]))
+            transcript.show_line(self.console, self._views[run_id], line)
+        self.console.release()
+
+    async def _finish(self) -> int:
+        await self._refresh()
+        completed = 0
+        self.console.note("")
+        for run_id in self.run_ids:
+            view = self._views[run_id]
+            done = view.status == "completed"
+            completed += done
+            text = f"{run_label(view.id, view.scope)}: {view.status} (health {view.health})"
+            if not done and view.last_error:
+                text += f": {view.last_error}"
+            self.console.emit(
+                "final",
+                text,
+                run_id=view.id,
+                scope=view.scope,
+                status=view.status,
+                health=view.health,
+                rehearsal=view.rehearsal,
+                completed=done,
+                last_error=view.last_error,
+            )
+        total = len(self.run_ids)
+        if total and completed == total:
+            self.console.note(f"rehearsal completed: {completed} of {total} runs completed")
+            return 0
+        self.console.note(f"rehearsal did not complete: {completed} of {total} runs completed")
+        return 1
