@@ -49,6 +49,7 @@ from runner.engine import Runner, RunnerSettings
 from runner.loop import RunnerLoop
 from runner.registry import Action, ActionRegistry, Envelope
 from runner.schema import steps
+from tests.support.actions import build_action
 
 ANNOUNCE = "rel.announce"
 WAIT = "rel.wait"
@@ -148,7 +149,7 @@ def build_registry(journal: Journal, probe: AsyncEngine, args: argparse.Namespac
         return {"ok": True, "await": "human"}
 
     def action(action_id: str, model: type[BaseModel], perform: Any) -> Action:
-        return Action(action_id, action_id, "notify", "none", 1, args.budget_ms, model, perform)
+        return build_action(action_id, perform, budget_ms=args.budget_ms, params_model=model)
 
     registry = ActionRegistry()
     registry.register(

@@ -39,7 +39,7 @@ from runner import definitions as defs
 from runner.controls import Controls
 from runner.db import create_engine
 from runner.migrate import upgrade
-from runner.registry import Action, ActionRegistry
+from runner.registry import ActionRegistry
 from runner.schema import runs, steps
 from tests.reliability.child_runner import (
     ANNOUNCE,
@@ -49,6 +49,7 @@ from tests.reliability.child_runner import (
     CueParams,
     WaitParams,
 )
+from tests.support.actions import build_action
 from tests.support.mariadb_server import ThrowawayMariaDB
 
 REPO = Path(__file__).resolve().parents[2]
@@ -364,9 +365,9 @@ def registry_for_validation() -> ActionRegistry:
     registry.register(
         "reliability",
         [
-            Action(ANNOUNCE, ANNOUNCE, "notify", "none", 1, 1000, AnnounceParams, never),
-            Action(WAIT, WAIT, "none", "none", 1, 1000, WaitParams, never),
-            Action(CUE, CUE, "notify", "none", 1, 1000, CueParams, never),
+            build_action(ANNOUNCE, never, params_model=AnnounceParams),
+            build_action(WAIT, never, params_model=WaitParams, risk="none"),
+            build_action(CUE, never, params_model=CueParams),
         ],
     )
     return registry

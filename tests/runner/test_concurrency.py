@@ -25,8 +25,9 @@ from runner.clock import SystemClock
 from runner.controls import Controls
 from runner.db import create_engine
 from runner.engine import Runner, RunnerSettings
-from runner.registry import Action, ActionRegistry, Envelope
+from runner.registry import ActionRegistry, Envelope
 from runner.schema import runs
+from tests.support.actions import build_action
 
 RUNS = 240
 STEPS_PER_RUN = 3
@@ -55,7 +56,11 @@ def build_registry(dispatches: list[dict[str, Any]]) -> ActionRegistry:
     registry = ActionRegistry()
     registry.register(
         "race",
-        [Action("race.step", "race step", "none", "none", 1, 5000, NoParams, perform)],
+        [
+            build_action(
+                "race.step", perform, budget_ms=5000, params_model=NoParams, risk="none", label="race step"
+            )
+        ],
     )
     return registry
 

@@ -53,7 +53,8 @@ from runner.schema import RUN_IN_FLIGHT, metadata, steps
 from tests.conftest import IN_CI
 from tests.reliability.harness import drop_mariadb_database, fresh_mariadb_database, run_in_thread
 from tests.support import model
-from tests.support.world import T0, AnyParams
+from tests.support.actions import build_action
+from tests.support.world import T0
 
 ACTOR = "model"
 # Real milliseconds: only a hang waits this long, and a control pressed mid-dispatch (a few small
@@ -269,7 +270,7 @@ class RunnerMachine(RuleBasedStateMachine):
         async def perform(envelope: Envelope, params: Any) -> Any:
             return await self._perform(envelope, cue=action_id == "gm.cue")
 
-        return Action(action_id, action_id, "notify", "none", 1, BUDGET_MS, AnyParams, perform)
+        return build_action(action_id, perform, budget_ms=BUDGET_MS)
 
     async def _perform(self, envelope: Envelope, *, cue: bool) -> Any:
         if self.tearing_down:

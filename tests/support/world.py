@@ -4,13 +4,9 @@ whose answers each test dictates (the seeds' ``scriptedAction``)."""
 from __future__ import annotations
 
 import datetime as dt
-from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from runner import catalog
@@ -18,8 +14,9 @@ from runner.clock import ManualClock
 from runner.controls import Controls
 from runner.definitions import EventDefinition
 from runner.engine import Runner, RunnerSettings, TickReport
-from runner.registry import Action, ActionRegistry, Envelope
+from runner.registry import Action, ActionRegistry
 from runner.schema import definitions, run_log, runs, steps
+from tests.support.actions import Scripted
 
 T0 = dt.datetime(2026, 9, 2, 12, 0, 0)
 
@@ -34,53 +31,6 @@ def step(action_id: str, params: dict[str, Any] | None = None, on_failure: str =
 
 def phase(key: str, *steps_: dict[str, Any], label: str | None = None) -> dict[str, Any]:
     return {"key": key, "label": label or key.title(), "steps": list(steps_)}
-
-
-class AnyParams(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-@dataclass
-class Script:
-    calls: list[Envelope] = field(default_factory=list)
-    answers: list[Any] = field(default_factory=list)
-    answer: Any = None
-
-
-class Scripted:
-    """Actions whose answers the test sets: ``scripted["test.x"].answer = {...}``."""
-
-    def __init__(self) -> None:
-        self.scripts: dict[str, Script] = defaultdict(Script)
-
-    def __getitem__(self, action_id: str) -> Script:
-        return self.scripts[action_id]
-
-    def action(
-        self,
-        action_id: str,
-        *,
-        budget_ms: int = 1000,
-        perform: Callable[..., Any] | None = None,
-    ) -> Action:
-        async def scripted(envelope: Envelope, params: BaseModel) -> Any:
-            script = self.scripts[action_id]
-            script.calls.append(envelope)
-            answer = script.answers.pop(0) if script.answers else script.answer
-            if callable(answer):
-                return answer(envelope)
-            return {"ok": True} if answer is None else answer
-
-        return Action(
-            id=action_id,
-            label=action_id,
-            risk="notify",
-            reversible="none",
-            version=1,
-            budget_ms=budget_ms,
-            params_model=AnyParams,
-            perform=perform or scripted,
-        )
 
 
 class World:
