@@ -1,0 +1,51 @@
+"""Event definitions: the pydantic models staff author in YAML, and their validation.
+
+Validation is total and located: every problem is reported at once, each naming the file, the
+phase key, the step index and the field, so an author can fix a definition in one pass. Params
+are checked against the params model the named action declares, so a definition that publishes
+is one every step of which its action will accept.
+"""
+
+from runner.definitions.durations import duration_seconds
+from runner.definitions.loading import from_spec, load_file, parse_yaml, read_file
+from runner.definitions.model import (
+    CONCURRENCY_KEY_MAX,
+    DEFAULT_GRACE_SECONDS,
+    DUPLICATE_PHASES,
+    KEY,
+    MAX_GRACE_SECONDS,
+    MAX_PARAM_NODES,
+    REHEARSAL_KEY_PREFIX,
+    CronSchedule,
+    EventDefinition,
+    ManualSchedule,
+    OnceSchedule,
+    PhaseDefinition,
+    Schedule,
+    StepDefinition,
+)
+from runner.definitions.validation import publication_problems, validate
+
+__all__ = [
+    "CONCURRENCY_KEY_MAX",
+    "DEFAULT_GRACE_SECONDS",
+    "DUPLICATE_PHASES",
+    "KEY",
+    "MAX_GRACE_SECONDS",
+    "MAX_PARAM_NODES",
+    "REHEARSAL_KEY_PREFIX",
+    "CronSchedule",
+    "EventDefinition",
+    "ManualSchedule",
+    "OnceSchedule",
+    "PhaseDefinition",
+    "Schedule",
+    "StepDefinition",
+    "duration_seconds",
+    "from_spec",
+    "load_file",
+    "parse_yaml",
+    "publication_problems",
+    "read_file",
+    "validate",
+]

@@ -1,0 +1,260 @@
+"""The pydantic models staff author in YAML: an event, its phases and steps, and its schedule.
+
+A model accepts what may be stored and run; what a new version may not be although a stored one
+may (the size and schedule limits) is ``runner.definitions.validation``'s to say.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import itertools
+import json
+import string
+import zoneinfo
+from typing import Annotated, Any, Literal
+
+from cronsim import CronSim, CronSimError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+KEY = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+DEFAULT_GRACE_SECONDS = 900
+MAX_GRACE_SECONDS = 7 * 24 * 60 * 60
+DUPLICATE_PHASES = "phase keys must be unique"
+# event_runs.concurrency_key is VARCHAR(190); a rehearsal run's key carries this prefix so it never
+# holds (or waits on) the key of the live event it imitates.
+CONCURRENCY_KEY_MAX = 190
+REHEARSAL_KEY_PREFIX = "rehearsal:"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ManualSchedule(_Strict):
+    kind: Literal["manual"] = "manual"
+
+
+class OnceSchedule(_Strict):
+    kind: Literal["once"] = "once"
+    at: dt.datetime
+
+    @field_validator("at")
+    @classmethod
+    def _aware(cls, value: dt.datetime) -> dt.datetime:
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError("needs a time zone offset, e.g. 2026-12-05T19:00:00+01:00")
+        try:
+            value.astimezone(dt.UTC)
+        except OverflowError:
+            raise ValueError(
+                f"{value.isoformat()} is outside the range of dates that can be stored"
+            ) from None
+        return value
+
+
+class CronSchedule(_Strict):
+    kind: Literal["cron"] = "cron"
+    cron: str
+    timezone: str
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {value!r} (use an IANA name like Europe/Berlin)") from exc
+        return value
+
+    @field_validator("cron")
+    @classmethod
+    def _expression(cls, value: str) -> str:
+        try:
+            CronSim(value, dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+        except (CronSimError, ValueError, KeyError, IndexError, OverflowError) as exc:
+            raise ValueError(f"invalid cron expression {value[:60]!r}: {exc}") from None
+        return value
+
+    def occurrences_per_day(self) -> int:
+        """At most how many times it fires in one day (the day fields only choose which days)."""
+        return len(_times_of_day(self.cron))
+
+
+def _times_of_day(expression: str) -> list[int]:
+    parsed = CronSim(expression, dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+    return sorted(h * 3600 + m * 60 + s for h in parsed.hours for m in parsed.minutes for s in parsed.seconds)
+
+
+def _shortest_gap_seconds(expression: str) -> int:
+    """The shortest time between two firings, counting the wrap from one day into the next."""
+    times = _times_of_day(expression)
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    gaps.append(times[0] + 86400 - times[-1])
+    return min(gaps)
+
+
+Schedule = Annotated[ManualSchedule | OnceSchedule | CronSchedule, Field(discriminator="kind")]
+
+
+# Params are stored as JSON, so only JSON's values may be in them: a YAML-only value
+# (``!!binary``, a timestamp) that an action's model coerces would be stored as something other
+# than what was validated. The walk has a budget because YAML aliases can make a few lines of
+# text into a structure of billions of nodes ("billion laughs"), all of it shared references.
+MAX_PARAM_NODES = 10_000
+_PLAIN = (str, bool, int, float, type(None))
+_KINDS = {"bytes": "binary data (!!binary)", "datetime": "a date and time", "date": "a date", "set": "a set"}
+
+
+def _not_plain(params: dict[str, Any]) -> str | None:
+    budget = MAX_PARAM_NODES
+    stack: list[tuple[Any, str]] = [(params, "")]
+    while stack:
+        value, where = stack.pop()
+        budget -= 1
+        if budget < 0:
+            return f"params hold more than {MAX_PARAM_NODES} values (YAML aliases repeated?)"
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    return f"{where or 'params'}: the key {key!r} is not text"
+                stack.append((item, f"{where}.{key}" if where else key))
+        elif isinstance(value, list):
+            stack.extend((item, f"{where}.{index}") for index, item in enumerate(value))
+        elif not isinstance(value, _PLAIN):
+            kind = _KINDS.get(type(value).__name__, f"a YAML {type(value).__name__}")
+            return (
+                f"{where}: {kind} is not a plain value (text, a number, true/false, a list or a "
+                "mapping); quote it"
+            )
+    return None
+
+
+class StepDefinition(_Strict):
+    action: str
+    label: str | None = Field(default=None, max_length=200)
+    params: dict[str, Any] = Field(default_factory=dict)
+    on_failure: Literal["skip", "pause", "abort_run"] = "pause"
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _plain_values(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            problem = _not_plain(value)
+            if problem:
+                raise ValueError(problem)
+        return value
+
+
+class PhaseDefinition(_Strict):
+    key: str = Field(pattern=KEY)
+    label: str = Field(min_length=1, max_length=200)
+    steps: list[StepDefinition] = Field(min_length=1)
+
+
+class EventDefinition(_Strict):
+    key: str = Field(pattern=KEY)
+    title: str = Field(min_length=1, max_length=200)
+    description: str = ""
+    schedule: Schedule = Field(default_factory=ManualSchedule)
+    grace_seconds: int = Field(default=DEFAULT_GRACE_SECONDS, ge=0, le=MAX_GRACE_SECONDS)
+    scopes: list[Annotated[str, Field(min_length=1, max_length=190)]] = Field(default_factory=list)
+    concurrency_key: str | None = Field(default=None, min_length=1, max_length=150)
+    phases: list[PhaseDefinition] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _schedule_shorthand(cls, data: Any) -> Any:
+        """Accept ``schedule: manual``, ``schedule: {once: ...}`` and ``schedule: {cron: ...,
+        timezone: ...}`` as well as the explicit ``kind`` form."""
+        if not isinstance(data, dict) or "schedule" not in data:
+            return data
+        schedule = data["schedule"]
+        if schedule == "manual" or schedule is None:
+            schedule = {"kind": "manual"}
+        elif isinstance(schedule, dict) and "kind" not in schedule:
+            if "once" in schedule:
+                schedule = {"kind": "once", "at": schedule["once"], **_without(schedule, "once")}
+            elif "cron" in schedule:
+                schedule = {"kind": "cron", **schedule}
+        return {**data, "schedule": schedule}
+
+    @field_validator("scopes")
+    @classmethod
+    def _unique_scopes(cls, value: list[str]) -> list[str]:
+        # Compared case-blind: MariaDB's default collation does, so "eu" and "EU" would be one
+        # occurrence there (the second silently dropped) and two on SQLite.
+        folded = [s.casefold() for s in value]
+        duplicates = sorted({s for s, f in zip(value, folded, strict=True) if folded.count(f) > 1})
+        if duplicates:
+            raise ValueError(f"scopes listed twice (letter case does not count): {', '.join(duplicates)}")
+        return value
+
+    @field_validator("concurrency_key")
+    @classmethod
+    def _template(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return value
+        try:
+            parts = list(string.Formatter().parse(value))
+        except ValueError as exc:
+            raise ValueError(f"not a valid template: {exc}") from exc
+        for _, name, spec, conversion in parts:
+            if name is None:
+                continue
+            if name != "scope" or spec or conversion:
+                shown = (
+                    "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+                )
+                raise ValueError(f"may only use {{scope}} as it is, not {shown}")
+        # Filled in, every scope's key (a rehearsal's with its prefix) must fit the column.
+        room = CONCURRENCY_KEY_MAX - len(REHEARSAL_KEY_PREFIX)
+        for scope in info.data.get("scopes") or [""]:
+            filled = value.format(scope=scope)
+            if len(filled) > room:
+                raise ValueError(
+                    f"filled in for scope {scope!r} it is {len(filled)} characters; at most {room} fit"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _unique_phase_keys(self) -> EventDefinition:
+        keys = [p.key for p in self.phases]
+        duplicates = sorted({k for k in keys if keys.count(k) > 1})
+        if duplicates:
+            raise ValueError(f"{DUPLICATE_PHASES}; listed twice: {', '.join(duplicates)}")
+        return self
+
+    def run_scopes(self) -> list[str]:
+        """Each scope is its own occurrence; no scopes means the single scope ''."""
+        return list(self.scopes) or [""]
+
+    def concurrency_key_for(self, scope: str) -> str | None:
+        return self.concurrency_key.format(scope=scope) if self.concurrency_key else None
+
+    def phase(self, key: str) -> PhaseDefinition | None:
+        return next((p for p in self.phases if p.key == key), None)
+
+    def next_phase(self, key: str | None) -> PhaseDefinition | None:
+        if key is None:
+            return self.phases[0]
+        keys = [p.key for p in self.phases]
+        index = keys.index(key) + 1 if key in keys else len(keys)
+        return self.phases[index] if index < len(keys) else None
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+    def content_hash(self) -> str:
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+
+def _without(mapping: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in mapping.items() if k != key}

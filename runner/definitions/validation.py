@@ -1,0 +1,273 @@
+"""Validation with locations: every problem at once, each naming the file, the phase key, the
+step index and the field, so an author can fix a definition in one pass. Params are checked
+against the params model the named action declares, so a definition that publishes is one every
+step of which its action will accept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from runner import limits, placeholders
+from runner.definitions.model import (
+    DUPLICATE_PHASES,
+    CronSchedule,
+    EventDefinition,
+    StepDefinition,
+    _shortest_gap_seconds,
+)
+from runner.errors import DefinitionError, Problem
+from runner.registry import ActionRegistry
+
+
+def publication_problems(definition: EventDefinition, file: str | None) -> list[Problem]:
+    """What a new version may not be, though a stored one may (so every version published
+    before a limit was set still loads and runs): the size and schedule limits of
+    ``runner.limits``, and placeholders in step labels (a cue's title defaults to its label)."""
+    problems: list[Problem] = []
+
+    def refuse(message: str, field: str, phase: str | None = None, step: int | None = None) -> None:
+        problems.append(Problem(message, file=file, phase=phase, step=step, field=field))
+
+    scopes = definition.run_scopes()
+    if len(definition.scopes) > limits.MAX_SCOPES:
+        refuse(
+            f"{len(definition.scopes)} scopes; an event may have at most {limits.MAX_SCOPES} "
+            "(each is a run of its own, announced at Discord's pace)",
+            "scopes",
+        )
+    if len(definition.phases) > limits.MAX_PHASES:
+        refuse(f"{len(definition.phases)} phases; an event may have at most {limits.MAX_PHASES}", "phases")
+    total = sum(len(p.steps) for p in definition.phases)
+    if total > limits.MAX_STEPS:
+        refuse(f"{total} steps in all; an event may have at most {limits.MAX_STEPS}", "phases")
+    for phase in definition.phases:
+        for index, step in enumerate(phase.steps):
+            problem = placeholders.problem(step.label) if step.label else None
+            if problem:
+                refuse(problem, "label", phase=phase.key, step=index)
+    widest = max(definition.phases, key=lambda p: len(p.steps))
+    at_once = len(scopes) * len(widest.steps)
+    if len(definition.scopes) <= limits.MAX_SCOPES and at_once > limits.MAX_FANOUT_STEPS:
+        refuse(
+            f"{len(scopes)} scopes times the {len(widest.steps)} steps of phase {widest.key!r} is "
+            f"{at_once} steps created at once; at most {limits.MAX_FANOUT_STEPS} (fewer scopes, "
+            "or shorter phases)",
+            "scopes",
+        )
+    if isinstance(definition.schedule, CronSchedule):
+        problems.extend(_cron_problems(definition.schedule, len(scopes), file))
+    return problems
+
+
+def _cron_problems(schedule: CronSchedule, scopes: int, file: str | None) -> list[Problem]:
+    cron = schedule.cron
+    if len(cron.split()) != 5:
+        message = (
+            f"invalid cron expression {cron[:60]!r}: use five fields "
+            "(minute hour day-of-month month day-of-week), e.g. '0 20 * * FRI'"
+        )
+        return [Problem(message, file=file, field="schedule.cron")]
+    gap = _shortest_gap_seconds(cron)
+    if gap < limits.CRON_MIN_INTERVAL_SECONDS:
+        message = (
+            f"{cron!r} fires {gap // 60} minute(s) apart at times; an event may recur at most "
+            f"every {limits.CRON_MIN_INTERVAL_SECONDS // 60} minutes"
+        )
+        return [Problem(message, file=file, field="schedule.cron")]
+    per_day = schedule.occurrences_per_day() * scopes
+    if per_day > limits.MAX_SCHEDULED_RUNS_PER_DAY:
+        message = (
+            f"{cron!r} with {scopes} scope(s) makes up to {per_day} runs a day; at most "
+            f"{limits.MAX_SCHEDULED_RUNS_PER_DAY} (fire less often, or use fewer scopes)"
+        )
+        return [Problem(message, file=file, field="schedule.cron")]
+    return []
+
+
+def _phase_key(raw: Any, index: int) -> str:
+    phases = raw.get("phases") if isinstance(raw, dict) else None
+    if isinstance(phases, list) and index < len(phases) and isinstance(phases[index], dict):
+        key = phases[index].get("key")
+        if isinstance(key, str) and key:
+            return key
+    return f"#{index}"
+
+
+def _locate(raw: Any, loc: tuple[Any, ...], file: str | None) -> tuple[str | None, int | None, str | None]:
+    """Turn a pydantic error location into (phase key, step index, field)."""
+    phase: str | None = None
+    step: int | None = None
+    rest = list(loc)
+    if len(rest) >= 2 and rest[0] == "phases" and isinstance(rest[1], int):
+        phase = _phase_key(raw, rest[1])
+        rest = rest[2:]
+        if len(rest) >= 2 and rest[0] == "steps" and isinstance(rest[1], int):
+            step = rest[1]
+            rest = rest[2:]
+    # Drop the discriminated union's tag from schedule errors ("schedule.cron.cron" -> "schedule.cron").
+    if len(rest) >= 2 and rest[0] == "schedule" and rest[1] in ("manual", "once", "cron"):
+        rest = [rest[0], *rest[2:]]
+    field = _dotted(rest) or None
+    return phase, step, field
+
+
+def _dotted(parts: list[Any]) -> str:
+    # A key that is empty (``"": 1``) is shown quoted, so the place it names is still visible.
+    return ".".join(str(p) if p != "" else "''" for p in parts)
+
+
+def _from_validation_error(
+    exc: ValidationError, raw: Any, file: str | None, prefix: tuple[Any, ...] = ()
+) -> list[Problem]:
+    problems = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        message = err["msg"]
+        phase, step, field = _locate(raw, prefix + loc, file)
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        problems.append(Problem(message=message, file=file, phase=phase, step=step, field=field))
+    return problems
+
+
+def validate(raw: Any, registry: ActionRegistry, *, file: str | None = None) -> EventDefinition:
+    """Validate a definition (already parsed from YAML) completely, or raise ``DefinitionError``
+    listing every problem with its place."""
+    if not isinstance(raw, dict):
+        raise DefinitionError([Problem("a definition must be a mapping of fields", file=file)])
+    try:
+        definition = EventDefinition.model_validate(raw)
+    except ValidationError as exc:
+        problems = [
+            p for p in _from_validation_error(exc, raw, file) if not p.message.startswith(DUPLICATE_PHASES)
+        ]
+        problems.extend(_duplicate_phase_problems(raw, file))
+        # Structural errors hide the params ones; report those too where the structure allows.
+        problems.extend(_params_problems_raw(raw, registry, file))
+        raise DefinitionError(problems) from None
+    problems = publication_problems(definition, file)
+    problems.extend(_params_problems(definition, registry, file))
+    if problems:
+        raise DefinitionError(problems)
+    return definition
+
+
+def _duplicate_phase_problems(raw: dict[str, Any], file: str | None) -> list[Problem]:
+    """Name every phase that repeats an earlier phase's key, at its own place."""
+    phases = raw.get("phases")
+    if not isinstance(phases, list):
+        return []
+    seen: set[str] = set()
+    problems = []
+    for phase in phases:
+        key = phase.get("key") if isinstance(phase, dict) else None
+        if not isinstance(key, str):
+            continue
+        if key in seen:
+            problems.append(
+                Problem(
+                    f"{DUPLICATE_PHASES}: {key!r} is used by an earlier phase",
+                    file=file,
+                    phase=key,
+                    field="key",
+                )
+            )
+        seen.add(key)
+    return problems
+
+
+def _check_step(
+    action_id: Any, params: Any, registry: ActionRegistry, file: str | None, phase: str, index: int
+) -> list[Problem]:
+    if not isinstance(action_id, str):
+        return []
+    action = registry.get(action_id)
+    if action is None:
+        known = ", ".join(registry.described())
+        return [
+            Problem(
+                f"unknown action {action_id!r} (known: {known})",
+                file=file,
+                phase=phase,
+                step=index,
+                field="action",
+            )
+        ]
+    try:
+        action.params_model.model_validate(params if params is not None else {})
+    except ValidationError as exc:
+        return [
+            Problem(
+                message=(
+                    err["msg"][len("Value error, ") :]
+                    if err["msg"].startswith("Value error, ")
+                    else err["msg"]
+                ),
+                file=file,
+                phase=phase,
+                step=index,
+                field=_dotted(["params", *err["loc"]]),
+            )
+            for err in exc.errors()
+        ]
+    return []
+
+
+def _params_problems(
+    definition: EventDefinition, registry: ActionRegistry, file: str | None
+) -> list[Problem]:
+    problems: list[Problem] = []
+    for phase in definition.phases:
+        for index, step in enumerate(phase.steps):
+            found = _check_step(step.action, step.params, registry, file, phase.key, index)
+            problems.extend(found)
+            if not found:
+                problems.extend(_scope_problems(definition, registry, file, phase.key, index, step))
+    return problems
+
+
+def _scope_problems(
+    definition: EventDefinition,
+    registry: ActionRegistry,
+    file: str | None,
+    phase: str,
+    index: int,
+    step: StepDefinition,
+) -> list[Problem]:
+    """Params models may check their text again per scope (``{scope}`` is filled in at run time,
+    and a long scope name can push a message past a platform limit)."""
+    action = registry.get(step.action)
+    params = action.params_model.model_validate(step.params) if action else None
+    check = getattr(params, "problems_for_scope", None)
+    if check is None:
+        return []
+    return [
+        Problem(message, file=file, phase=phase, step=index, field=f"params.{field}")
+        for scope in definition.run_scopes()
+        for field, message in check(scope)
+    ]
+
+
+def _params_problems_raw(raw: dict[str, Any], registry: ActionRegistry, file: str | None) -> list[Problem]:
+    problems: list[Problem] = []
+    phases = raw.get("phases")
+    if not isinstance(phases, list):
+        return problems
+    for p_index, phase in enumerate(phases):
+        if not isinstance(phase, dict) or not isinstance(phase.get("steps"), list):
+            continue
+        for s_index, step in enumerate(phase["steps"]):
+            if isinstance(step, dict):
+                problems.extend(
+                    _check_step(
+                        step.get("action"),
+                        step.get("params"),
+                        registry,
+                        file,
+                        _phase_key(raw, p_index),
+                        s_index,
+                    )
+                )
+    return problems
