@@ -40,7 +40,7 @@ async def _wait(envelope: Envelope, params: WaitParams) -> dict[str, Any]:
     return {"ok": True, "holdFor": params.duration}
 
 
-def wait_action() -> Action:
+def wait_action() -> Action[WaitParams]:
     return Action(
         id="core.wait",
         label="Wait",

@@ -177,7 +177,9 @@ class CueParams(_Params):
         return []
 
 
-def announce_action(delivery: Delivery, describe: Describe, *, budget_ms: int = 15_000) -> Action:
+def announce_action(
+    delivery: Delivery, describe: Describe, *, budget_ms: int = 15_000
+) -> Action[AnnounceParams]:
     async def perform(envelope: Envelope, params: AnnounceParams) -> dict[str, Any]:
         context = None if envelope.verify else await describe(envelope.run_id, envelope.step_id)
         request = Announcement(
@@ -205,7 +207,7 @@ def announce_action(delivery: Delivery, describe: Describe, *, budget_ms: int = 
     )
 
 
-def cue_action(delivery: Delivery, describe: Describe, *, budget_ms: int = 15_000) -> Action:
+def cue_action(delivery: Delivery, describe: Describe, *, budget_ms: int = 15_000) -> Action[CueParams]:
     async def perform(envelope: Envelope, params: CueParams) -> dict[str, Any]:
         context = None if envelope.verify else await describe(envelope.run_id, envelope.step_id)
         title = params.title or (context.step_label if context and context.step_label else "GM cue")

@@ -247,7 +247,7 @@ def backoff_delay(
     attempt up to ``cap``, then shortened by a random fraction of itself up to ``jitter`` (0 to 1),
     so processes that failed together do not all come back in the same instant."""
     # 2**60 is past every cap; a larger exponent would only overflow float.
-    delay = min(cap, first * 2 ** min(max(attempt, 0), 60))
+    delay = min(cap, first * 2.0 ** min(max(attempt, 0), 60))
     return delay * (1 - jitter * draw())
 
 

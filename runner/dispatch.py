@@ -100,7 +100,7 @@ async def perform(registry: ActionRegistry, envelope: Envelope, action_id: str) 
     return await _call(action, envelope, params)
 
 
-async def _call(action: Action, envelope: Envelope, params: Any) -> Classified:
+async def _call(action: Action[Any], envelope: Envelope, params: Any) -> Classified:
     try:
         async with asyncio.timeout(action.budget_ms / 1000):
             answer = await action.perform(envelope, params)

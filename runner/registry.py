@@ -11,7 +11,7 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -21,7 +21,9 @@ ACTION_ID = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 RISKS = ("none", "notify", "moderate", "destructive")
 REVERSIBLE = ("none", "manual", "automatic")
 
-Perform = Callable[["Envelope", BaseModel], Awaitable[Any]]
+# An action's params model; its ``perform`` takes exactly that model, so a mismatch between the
+# two is a type error where the action is built, not a surprise at dispatch.
+P = TypeVar("P", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ class Envelope:
 
 
 @dataclass(frozen=True)
-class Action:
+class Action(Generic[P]):
     """One verb. ``perform(envelope, params)`` gets the envelope and the params already parsed
     by ``params_model``; with ``envelope.verify`` true it must check without acting and answer
     ``{"ok": True}`` or ``{"ok": False, "retry": False, "problems": [...]}``.
@@ -54,8 +56,8 @@ class Action:
     reversible: str
     version: int
     budget_ms: int
-    params_model: type[BaseModel]
-    perform: Perform
+    params_model: type[P]
+    perform: Callable[[Envelope, P], Awaitable[Any]]
     # Why a step of this action may be slow to settle; shown in status views.
     description: str = ""
 
@@ -63,9 +65,9 @@ class Action:
 @dataclass
 class Staging:
     owner: str
-    staged: list[Action] = field(default_factory=list)
+    staged: list[Action[Any]] = field(default_factory=list)
 
-    def register(self, actions: Iterable[Action]) -> None:
+    def register(self, actions: Iterable[Action[Any]]) -> None:
         self.staged.extend(actions)
 
 
@@ -94,7 +96,7 @@ def _problems(action: Any) -> list[str]:
 
 class ActionRegistry:
     def __init__(self) -> None:
-        self._actions: dict[str, Action] = {}
+        self._actions: dict[str, Action[Any]] = {}
 
     def stage(self, owner: str) -> Staging:
         return Staging(owner)
@@ -119,12 +121,12 @@ class ActionRegistry:
         for action in staging.staged:
             self._actions[action.id] = action
 
-    def register(self, owner: str, actions: Iterable[Action]) -> None:
+    def register(self, owner: str, actions: Iterable[Action[Any]]) -> None:
         staging = self.stage(owner)
         staging.register(actions)
         self.apply(staging)
 
-    def get(self, action_id: str) -> Action | None:
+    def get(self, action_id: str) -> Action[Any] | None:
         return self._actions.get(action_id)
 
     def __contains__(self, action_id: str) -> bool:
