@@ -1,11 +1,15 @@
 """The Discord bot: ``create_bot`` (the factory), ``run_bot`` and ``sync_commands`` (what
 ``python -m bot run`` / ``python -m bot sync`` call).
 
-Everything comes in through the constructor: the validated config and the database engine. There
-is no import-time state, so a test builds as many bots as it likes (one per simulated restart).
-``setup_hook`` wires the engine's services to the Discord delivery, loads the ``/event`` cog,
-registers the restart-proof buttons and starts the tick and staff-log loops. Commands are synced
-only by ``sync_commands`` (never in ``on_ready``, which runs on every reconnect).
+Everything comes in through the constructor: the validated config and the database engine, from
+which the engine's services are wired to the Discord delivery at once. There is no import-time
+state, so a test builds as many bots as it likes (one per simulated restart). ``setup_hook``
+loads the extensions (the ``/event`` cog and the GM cue buttons, as discord.py's
+``advanced_startup.py`` loads its cogs) and starts the tick and staff-log loops.
+
+Commands are synced only by ``sync_commands`` (never in ``on_ready``, which runs on every
+reconnect), through a client of its own that holds the command tree and nothing else: syncing
+needs neither the database nor the gateway, and the bot has no second, half-built mode for it.
 
 The token is only ever handed to ``discord.py``'s ``login``; it is not stored, logged or put in
 any error message.
@@ -14,9 +18,11 @@ any error message.
 from __future__ import annotations
 
 import logging
+from typing import Any, Protocol
 
 import discord
 from alembic.script import ScriptDirectory
+from discord import app_commands
 from discord.ext import commands
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -37,12 +43,15 @@ from wiring.services import Services, assemble
 
 log = logging.getLogger(__name__)
 
+# Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
+EXTENSIONS = ("bot.cogs.events",)
+
 
 class EventBot(commands.Bot):
     def __init__(
         self,
         config: Config,
-        engine: AsyncEngine | None,
+        engine: AsyncEngine,
         *,
         clock: Clock | None = None,
         runner_settings: RunnerSettings | None = None,
@@ -61,50 +70,48 @@ class EventBot(commands.Bot):
         self.config = config
         self.engine = engine
         self.clock: Clock = clock or DiscordClock()
-        self.runner_settings = runner_settings or RunnerSettings(rehearsal_speed=config.rehearsal_speed)
-        self.owner = owner
-        self._services: Services | None = None
+        self.services: Services[DiscordDelivery] = assemble(
+            engine,
+            lambda describe: DiscordDelivery(self, config, describe),
+            clock=self.clock,
+            settings=runner_settings or RunnerSettings(rehearsal_speed=config.rehearsal_speed),
+            owner=owner,
+            # The controls are the one layer that wakes the runner after a change.
+            on_change=self.nudge,
+        )
         self.ticker: Ticker | None = None
         self.staff_log: StaffLog | None = None
 
-    @property
-    def services(self) -> Services:
-        if self._services is None:
-            raise RuntimeError("the bot has no database (built for syncing commands only)")
-        return self._services
+    @classmethod
+    def of(cls, interaction: discord.Interaction) -> EventBot:
+        """The bot an interaction reached. A button pressed after a restart is rebuilt by
+        discord.py from its custom id with only the interaction in hand, so this is how a
+        ``DynamicItem`` finds the bot; everything else is handed the bot it serves."""
+        client = interaction.client
+        if not isinstance(client, cls):
+            raise TypeError(f"{type(client).__name__} is not an EventBot; its components belong to one")
+        return client
 
     @property
     def delivery(self) -> DiscordDelivery:
-        return self.services.delivery  # type: ignore[return-value]
+        return self.services.delivery
 
     async def setup_hook(self) -> None:
         self.add_dynamic_items(CueButton)
-        # An extension, as discord.py's advanced_startup.py loads its cogs: the module's
-        # ``setup`` adds the cog and the components that belong to it.
-        await self.load_extension("bot.cogs.events")
-        if self.engine is None:
-            return
-        self._services = assemble(
-            self.engine,
-            lambda describe: DiscordDelivery(self, self.config, describe),
-            clock=self.clock,
-            settings=self.runner_settings,
-            owner=self.owner,
-            on_change=self.nudge,
-        )
+        for extension in EXTENSIONS:
+            await self.load_extension(extension)
         self.staff_log = StaffLog(
             self,
             self.config,
             self.engine,
-            self._services.versions,
+            self.services.versions,
             interval=self.config.tick_interval_seconds,
         )
         await self.staff_log.prime()
-        staff_log = self.staff_log
         self.ticker = Ticker(
-            self._services.runner,
+            self.services.runner,
             interval=self.config.tick_interval_seconds,
-            after_tick=staff_log.nudge,
+            after_tick=self.staff_log.nudge,
             before=self.wait_until_ready,
         )
         self.ticker.start()
@@ -134,13 +141,43 @@ def create_bot(
     return EventBot(config, engine, clock=clock, runner_settings=runner_settings, owner=owner)
 
 
-async def sync_tree(bot: commands.Bot, guild_id: int | None = None) -> list[discord.app_commands.AppCommand]:
+class CommandPublisher(discord.Client):
+    """``python -m bot sync``'s whole client: a login and the ``/event`` commands as Discord is
+    told them. It opens no gateway connection and no database, and never receives an
+    interaction, so none of the commands' callbacks can run here."""
+
+    def __init__(self) -> None:
+        super().__init__(intents=discord.Intents.none())
+        self.tree: app_commands.CommandTree[CommandPublisher] = app_commands.CommandTree(self)
+        self.tree.add_command(event_commands())
+
+
+def event_commands() -> app_commands.Group:
+    """``/event`` as Discord is told it, built without a bot to serve it.
+
+    discord.py binds a cog's commands in ``Cog.__new__``, so the cog's group exists without
+    running ``EventCog.__init__`` (which takes the bot the commands serve): publishing reads the
+    commands' definitions and calls none of them."""
+    # Imported here: the cog module imports this one (for ``EventBot``).
+    from bot.cogs.events import EventCog
+
+    group = EventCog.__new__(EventCog).app_command
+    assert group is not None, "a GroupCog always has its group"
+    return group
+
+
+class HasTree(Protocol):
+    @property
+    def tree(self) -> app_commands.CommandTree[Any]: ...
+
+
+async def sync_tree(client: HasTree, guild_id: int | None = None) -> list[app_commands.AppCommand]:
     """Publish the command tree to one guild (at once) or globally (Discord may take an hour)."""
     if guild_id is None:
-        return await bot.tree.sync()
+        return await client.tree.sync()
     guild = discord.Object(guild_id)
-    bot.tree.copy_global_to(guild=guild)
-    return await bot.tree.sync(guild=guild)
+    client.tree.copy_global_to(guild=guild)
+    return await client.tree.sync(guild=guild)
 
 
 async def check_schema(engine: AsyncEngine) -> None:
@@ -179,17 +216,18 @@ async def run_bot(config: Config, token: str) -> None:
 
 async def sync_commands(config: Config, token: str, guild_id: int | None = None) -> list[str]:
     """``python -m bot sync [--guild ID]``: log in, publish ``/event``, log out. Answers the
-    names of the commands Discord now has."""
-    bot = EventBot(config, None)
-    async with bot:
-        await _login(bot, token)
-        synced = await sync_tree(bot, guild_id)
+    names of the commands Discord now has. ``config`` is what the command line loaded; syncing
+    reads nothing from it (the guild is chosen by the caller)."""
+    client = CommandPublisher()
+    async with client:
+        await _login(client, token)
+        synced = await sync_tree(client, guild_id)
     return [command.name for command in synced]
 
 
-async def _login(bot: commands.Bot, token: str) -> None:
+async def _login(client: discord.Client, token: str) -> None:
     try:
-        await bot.login(token)
+        await client.login(token)
     except discord.LoginFailure:
         raise StartupError(
             "Discord refused the token in DISCORD_TOKEN (it is not a valid bot token)"

@@ -31,7 +31,7 @@ from actions import limits, mentions
 from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted
 from actions.mentions import Mentions, PingPolicy
 from actions.messaging import Describe
-from bot.cues import cue_embed, cue_view, mark_settled, settled_text
+from bot.cue_messages import cue_embed, cue_view, mark_settled, settled_text
 from bot.permissions import mention_actors
 from bot.rendering import REHEARSAL_MARK, clip
 from runner.controls import CueRef

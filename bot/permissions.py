@@ -15,11 +15,15 @@ the capability of the command it belongs to (a GM gets no choices for /event sta
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Mapping
 
 import discord
 
 from wiring.config import CAPABILITIES, Config
+
+log = logging.getLogger(__name__)
 
 WHAT = {
     "start": "start events",
@@ -71,6 +75,39 @@ def refusal(config: Config, interaction: discord.Interaction, capability: str) -
         return f"No role may {WHAT[capability]} yet (set {key} in the bot's config). Nothing was done."
     roles = ", ".join(f"<@&{r}>" for r in allowed)
     return f"You need one of these roles to {WHAT[capability]}: {roles}. Nothing was done."
+
+
+async def admit(config: Config, interaction: discord.Interaction, capability: str) -> bool:
+    """The check every slash command, autocomplete and button passes before it acts (the tree's
+    ``interaction_check``, each ``DynamicItem``'s): ``True`` when this interaction may use
+    ``capability``. Otherwise it is logged, refused, and ``False``: ephemerally with the reason
+    (which names the roles that may), or an autocomplete with no choices (Discord allows no
+    message there). Nothing a refused interaction asked for is done."""
+    reason = refusal(config, interaction, capability)
+    if reason is None:
+        return True
+    # Imported here: bot.errors needs bot.rendering, which names actors through this module.
+    from bot.errors import send_ephemeral
+
+    command = interaction.command
+    data: Mapping[str, object] = interaction.data or {}
+    what = command.qualified_name if command else data.get("custom_id", "an interaction")
+    log.info(
+        "refused %s to user %s in guild %s",
+        what,
+        interaction.user.id,
+        interaction.guild_id,
+        extra={"user_id": interaction.user.id, "guild_id": interaction.guild_id},
+    )
+    if interaction.type is discord.InteractionType.autocomplete:
+        try:
+            await interaction.response.autocomplete([])
+        except discord.HTTPException as exc:
+            log.debug("could not answer autocomplete %s: %s", interaction.id, exc)
+    else:
+        # The reason lists the roles that may: fitted like every other reply.
+        await send_ephemeral(interaction, reason)
+    return False
 
 
 def actor_label(user: discord.abc.User) -> str:

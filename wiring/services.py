@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -21,14 +22,17 @@ from runner.controls import Controls
 from runner.engine import Runner, RunnerSettings
 from runner.registry import ActionRegistry
 
+# The delivery a front end wired in, as its own type (the bot's is a DiscordDelivery).
+D = TypeVar("D", bound=Delivery)
+
 
 @dataclass
-class Services:
+class Services(Generic[D]):
     engine: AsyncEngine
     clock: Clock
     versions: VersionCache
     describe: Describe
-    delivery: Delivery
+    delivery: D
     registry: ActionRegistry
     runner: Runner
     controls: Controls
@@ -36,13 +40,13 @@ class Services:
 
 def assemble(
     engine: AsyncEngine,
-    make_delivery: Callable[[Describe], Delivery],
+    make_delivery: Callable[[Describe], D],
     *,
     clock: Clock | None = None,
     settings: RunnerSettings | None = None,
     owner: str | None = None,
     on_change: Callable[[], None] | None = None,
-) -> Services:
+) -> Services[D]:
     """``make_delivery`` gets the step describer (for deliveries that render context themselves);
     a ready delivery is passed as ``lambda _: delivery``."""
     clock = clock or SystemClock()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import create_bot, run_bot, sync_tree
+from bot.app import CommandPublisher, create_bot, run_bot, sync_tree
 from bot.errors import StartupError
 from runner.db import create_engine
 from tests.bot.conftest import Sim
@@ -84,3 +84,31 @@ async def test_the_event_cog_is_loaded_as_an_extension_through_its_setup(sim: Si
     restarted = await sim.start_bot()
     assert "bot.cogs.events" in restarted.extensions
     assert [c.name for c in restarted.tree.get_commands()] == ["event"]
+
+
+async def test_sync_publishes_what_the_serving_bot_answers_from_a_client_with_only_the_commands(
+    sim: Sim,
+) -> None:
+    """``python -m bot sync`` used to build the bot in a second, database-less mode
+    (``EventBot(config, None)``, whose ``services`` raised on use). It now logs in a client of
+    its own that holds the command tree and nothing else (no database, no services, no loops),
+    and what it publishes is exactly the ``/event`` the serving bot answers."""
+    path = f"/applications/{sim.bot.application_id}/guilds/{sim.guild.id}/commands"
+    await sync_tree(sim.bot, sim.guild.id)
+    served = sim.requests("PUT", path)[-1].json
+    publisher = CommandPublisher()
+    await sim.env.restart_bot(publisher)
+    synced = await sync_tree(publisher, sim.guild.id)
+    assert [c.name for c in synced] == ["event"]
+    assert sim.requests("PUT", path)[-1].json == served
+    assert not hasattr(publisher, "services") and not hasattr(publisher, "ticker")
+    await sim.start_bot()
+
+
+async def test_the_bot_has_its_services_from_the_moment_it_is_built(sim: Sim) -> None:
+    """One mode: a bot is built on a database and has its services at once (nothing to check
+    for a missing database before use); only the loops wait for ``setup_hook``."""
+    bot = create_bot(sim.config, sim.engine)
+    assert bot.services.engine is sim.engine
+    assert bot.delivery is bot.services.delivery
+    assert bot.ticker is None and bot.staff_log is None

@@ -1,0 +1,105 @@
+"""A GM cue's message: its embed, its Confirm / Skip buttons, the line it shows once settled, and
+bringing a posted one up to date.
+
+The one place a cue message is drawn. The Discord delivery posts it and closes it when its run
+ends; the click handler (``bot.cues``) and ``/event cancel`` / ``skip`` mark it settled. The
+buttons' whole state is their ``custom_id`` (``cue:<step_id>:confirm``), which ``CUE_TEMPLATE``
+reads back when one is pressed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+import discord
+
+from actions import limits
+from actions.delivery import Cue
+from bot.rendering import REHEARSAL_MARK, clip, fit, timestamp
+from runner.controls import CueRef
+
+log = logging.getLogger(__name__)
+
+CUE_TEMPLATE = r"cue:(?P<step_id>[0-9]+):(?P<verb>confirm|skip)"
+VERBS = {"confirm": ("Confirm", discord.ButtonStyle.success), "skip": ("Skip", discord.ButtonStyle.secondary)}
+NO_MENTIONS = discord.AllowedMentions.none()
+
+
+def cue_button(step_id: int, verb: str, *, disabled: bool = False) -> discord.ui.Button[discord.ui.View]:
+    label, style = VERBS[verb]
+    return discord.ui.Button(label=label, style=style, custom_id=f"cue:{step_id}:{verb}", disabled=disabled)
+
+
+def cue_view(step_id: int, *, disabled: bool = False) -> discord.ui.View:
+    """The cue's buttons. Plain buttons: a press is dispatched by its custom id to
+    ``bot.cues.CueButton`` (registered with the bot), not to this view."""
+    view = discord.ui.View(timeout=None)
+    for verb in VERBS:
+        view.add_item(cue_button(step_id, verb, disabled=disabled))
+    return view
+
+
+def cue_embed(cue: Cue) -> discord.Embed:
+    """Event (as the author line), the cue's title, the GM's instructions, phase / step / scope.
+    Every part is bounded by the definition's own limits, so the embed always fits."""
+    context = cue.context
+    embed = discord.Embed(
+        title=clip(cue.title, limits.EMBED_TITLE_MAX),
+        description=clip(cue.instructions, limits.EMBED_DESCRIPTION_MAX),
+        colour=0x5865F2,
+    )
+    if context is not None:
+        embed.set_author(name=clip(context.event_title, limits.EMBED_TITLE_MAX))
+        embed.add_field(name="Phase", value=clip(context.phase_label, 1024), inline=True)
+        step = f"{context.step_index + 1}. {context.step_label or cue.title}"
+        embed.add_field(name="Step", value=clip(step, 1024), inline=True)
+        if context.scope:
+            embed.add_field(name="Scope", value=clip(context.scope, 1024), inline=True)
+    rehearsal = bool(context and context.rehearsal)
+    embed.set_footer(
+        text=f"{REHEARSAL_MARK + ' nothing here is live · ' if rehearsal else ''}run {cue.run_id} · step {cue.step_id}"
+    )
+    return fit(embed)
+
+
+def settled_text(
+    status: str, who: str | None, *, at: dt.datetime | None = None, reason: str | None = None
+) -> str:
+    """The line a settled cue message shows instead of its ping."""
+    when = f" {timestamp(at)}" if at is not None else ""
+    by = f" by {who}" if who else ""
+    if status == "done":
+        return f"✅ Confirmed{by}{when}"
+    if status == "skipped":
+        return f"⏭️ Skipped{by}{when}"
+    if status == "cancelled":
+        return clip(f"⏹️ Cancelled{by}{when}" + (f": {reason}" if reason else ""), limits.CONTENT_MAX)
+    if status == "failed":
+        return "❌ This step failed; see /event status"
+    return f"This cue is {status}"
+
+
+async def mark_settled(bot: discord.Client, refs: tuple[CueRef, ...], text: str) -> int:
+    """Edit the posted messages of these cues (after a cancel or a skip from a command): buttons
+    disabled, ``text`` in place of the ping. Answers how many were edited."""
+    edited = 0
+    for ref in refs:
+        posted = (ref.result or {}).get("posted") if isinstance(ref.result, dict) else None
+        if not posted:
+            continue
+        channel = bot.get_partial_messageable(int(posted["channel_id"]))
+        try:
+            await channel.get_partial_message(int(posted["message_id"])).edit(
+                content=text, view=cue_view(ref.step_id, disabled=True), allowed_mentions=NO_MENTIONS
+            )
+            edited += 1
+        except discord.HTTPException as exc:
+            # A deleted message or a lost permission must not undo the control that already acted.
+            log.warning(
+                "could not edit the message of cue %s: %s",
+                ref.step_id,
+                exc,
+                extra={"run_id": ref.run_id, "step_id": ref.step_id},
+            )
+    return edited
