@@ -18,16 +18,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from actions.delivery import Announcement, Cue, Posted
-from bench.common import (
-    Backend,
-    MariaDBBackend,
-    Options,
-    Result,
-    ServerCounters,
-    fresh_engine,
-    median,
-    slow_log_summary,
-)
+from bench.backends import Backend, MariaDBBackend, fresh_engine
+from bench.results import Options, Result, median
+from bench.statements import ServerCounters, slow_log_summary
 from runner import catalog
 from runner import definitions as defs
 from runner.clock import utcnow

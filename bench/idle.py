@@ -19,19 +19,10 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from actions import validation_registry
-from bench.common import (
-    Backend,
-    MariaDBBackend,
-    Options,
-    Result,
-    StatementLog,
-    as_tuple,
-    explain_statements,
-    fresh_engine,
-    median,
-    seed_runs,
-    slow_log_summary,
-)
+from bench.backends import Backend, MariaDBBackend, fresh_engine
+from bench.results import Options, Result, median
+from bench.statements import StatementLog, as_tuple, explain_statements, slow_log_summary
+from bench.workloads import seed_runs
 from runner.engine import Runner
 
 SMALL = 10

@@ -20,8 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.common import Backend, Options, Result, fresh_database, median, seed_runs
+from bench.backends import Backend, fresh_database
 from bench.memory_child import URL_VARIABLE
+from bench.results import Options, Result, median
+from bench.workloads import seed_runs
 from runner.db import create_engine
 
 RUNS = 10_000

@@ -24,29 +24,16 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bench.common import (
-    Backend,
-    MariaDBBackend,
-    Options,
-    Result,
-    ServerCounters,
-    StatementLog,
-    bench_action,
-    count_runs,
-    explain_statements,
-    fresh_engine,
-    median,
-    noop,
-    publish,
-    registry_of,
-    slow_log_summary,
-    spec,
-)
+from bench.backends import Backend, MariaDBBackend, fresh_engine
+from bench.results import Options, Result, median
+from bench.statements import ServerCounters, StatementLog, explain_statements, slow_log_summary
+from bench.workloads import bench_action, count_runs, publish, registry_of, spec
 from runner.clock import utcnow
 from runner.controls import Controls
 from runner.engine import Runner, RunnerSettings
 from runner.registry import Envelope
 from runner.schema import run_log, steps
+from tests.support.actions import ok
 
 RUNS = 8
 TARGET_RATIO = 0.6
@@ -58,7 +45,7 @@ def _steps_per_run(options: Options) -> int:
 
 
 async def _start_runs(engine: AsyncEngine, steps_per_run: int) -> list[int]:
-    registry = registry_of(bench_action("bench.noop", noop))
+    registry = registry_of(bench_action("bench.noop", ok))
     scopes = [f"run-{i}" for i in range(RUNS)]
     await publish(engine, spec("throughput", ["bench.noop"] * steps_per_run, scopes=scopes), registry)
     started = await Controls(engine).start("throughput", actor="bench")
@@ -70,7 +57,7 @@ async def _measure_runner(backend: Backend, steps_per_run: int, *, keep: bool = 
     async with fresh_engine(backend) as engine:
         await _start_runs(engine, steps_per_run)
         runner = Runner(
-            engine, registry_of(bench_action("bench.noop", noop)), settings=RunnerSettings(), owner="bench"
+            engine, registry_of(bench_action("bench.noop", ok)), settings=RunnerSettings(), owner="bench"
         )
         dispatched = ticks = 0
         errors: list[str] = []
@@ -141,7 +128,7 @@ async def _measure_ceiling(backend: Backend, steps_per_run: int) -> dict[str, An
                     )
                 assert claimed.rowcount == 1
                 envelope = Envelope(None, "k", {}, run_id, "", step_id, False)
-                await noop(envelope, None)  # type: ignore[arg-type]
+                await ok(envelope, None)  # type: ignore[arg-type]
                 now = utcnow()
                 async with engine.begin() as conn:
                     await conn.execute(

@@ -29,18 +29,9 @@ import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bench.common import (
-    Backend,
-    Options,
-    Result,
-    bench_action,
-    fresh_engine,
-    median,
-    percentile,
-    publish,
-    registry_of,
-    spec,
-)
+from bench.backends import Backend, fresh_engine
+from bench.results import Options, Result, median, percentile
+from bench.workloads import bench_action, publish, registry_of, spec
 from runner.clock import utcnow
 from runner.controls import Controls
 from runner.engine import Runner
@@ -98,6 +89,22 @@ async def serving(engine: AsyncEngine, registry: ActionRegistry) -> AsyncIterato
         await asyncio.wait_for(task, timeout=30)
 
 
+async def _publish_in_scopes(
+    engine: AsyncEngine, registry: ActionRegistry, key: str, actions: list[str], samples: int
+) -> None:
+    """One definition of ``actions`` in ``samples`` scopes: starting it makes one run each."""
+    scopes = [f"s{i}" for i in range(samples)]
+    await publish(engine, spec(key, actions, scopes=scopes), registry)
+
+
+async def _start(engine: AsyncEngine, loop: RunnerLoop, key: str) -> tuple[Controls, list[int]]:
+    """Start every scope's run through controls that nudge the serving loop, as the bot's do."""
+    controls = Controls(engine, on_change=loop.nudge)
+    started = await controls.start(key, actor="bench")
+    assert started.ok, started.message
+    return controls, list(started.run_ids)
+
+
 async def _wait_for_all(recorder: Recorder, run_ids: list[int]) -> None:
     for run_id in run_ids:
         await recorder.event(run_id).wait()
@@ -107,13 +114,9 @@ async def measure_lateness(backend: Backend, samples: int) -> dict[str, Any]:
     recorder = Recorder()
     registry = recorder.registry()
     async with fresh_engine(backend) as engine:
-        scopes = [f"s{i}" for i in range(samples)]
-        await publish(engine, spec("late", ["bench.hold", "bench.record"], scopes=scopes), registry)
+        await _publish_in_scopes(engine, registry, "late", ["bench.hold", "bench.record"], samples)
         async with serving(engine, registry) as loop:
-            controls = Controls(engine, on_change=loop.nudge)
-            started = await controls.start("late", actor="bench")
-            assert started.ok, started.message
-            run_ids = list(started.run_ids)
+            _, run_ids = await _start(engine, loop, "late")
             async with asyncio.timeout(60):
                 await _wait_for_all(recorder, run_ids)
         async with engine.connect() as conn:
@@ -143,12 +146,9 @@ async def measure_cue_latency(backend: Backend, samples: int) -> list[float]:
     registry = recorder.registry()
     rng = random.Random(5)
     async with fresh_engine(backend) as engine:
-        scopes = [f"s{i}" for i in range(samples)]
-        await publish(engine, spec("cue", ["bench.park", "bench.record"], scopes=scopes), registry)
+        await _publish_in_scopes(engine, registry, "cue", ["bench.park", "bench.record"], samples)
         async with serving(engine, registry) as loop:
-            controls = Controls(engine, on_change=loop.nudge)
-            started = await controls.start("cue", actor="bench")
-            assert started.ok, started.message
+            controls, _ = await _start(engine, loop, "cue")
             async with asyncio.timeout(60):
                 parked = await _parked_steps(engine, samples)
             latencies = []

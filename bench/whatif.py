@@ -31,9 +31,11 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-import bench.common as common
+import bench.backends as backends
 from bench import fanout, throughput, timeliness
-from bench.common import Backend, MariaDBBackend, fresh_engine, make_backend, median, percentile, seed_runs
+from bench.backends import Backend, MariaDBBackend, fresh_engine, make_backend
+from bench.results import median, percentile
+from bench.workloads import seed_runs
 from runner.engine import Runner, RunnerSettings
 from runner.loop import RunnerLoop
 
@@ -43,7 +45,7 @@ Rewrite = Callable[[str], str]
 @contextlib.contextmanager
 def rewritten(rewrite: Rewrite) -> Iterator[None]:
     """Every engine ``bench`` builds while the block runs sends ``rewrite(statement)``."""
-    factory = common.create_engine
+    factory = backends.create_engine
 
     def patched(url: str, **overrides: Any) -> AsyncEngine:
         engine = factory(url, **overrides)
@@ -54,11 +56,11 @@ def rewritten(rewrite: Rewrite) -> Iterator[None]:
         event.listen(engine.sync_engine, "before_cursor_execute", hook, retval=True)
         return engine
 
-    common.create_engine = patched
+    backends.create_engine = patched
     try:
         yield
     finally:
-        common.create_engine = factory
+        backends.create_engine = factory
 
 
 def force_step_pk(statement: str) -> str:
@@ -110,7 +112,7 @@ async def due_index_what_if(backend: Backend, rounds: int) -> None:
         hinted = []
         for engine in (small, large):
             with rewritten(due_by_wake):
-                copy = common.create_engine(engine.url.render_as_string(hide_password=False))
+                copy = backends.create_engine(engine.url.render_as_string(hide_password=False))
             hinted.append(Runner(copy, validation_registry(), owner="bench"))
         for runner in (*runners, *hinted):
             await runner.tick()
@@ -131,7 +133,7 @@ def extra_ddl(backend: Backend, *statements: str) -> Iterator[None]:
     """Every fresh database the backend makes while the block runs gets ``statements`` run on
     it after the migrations (a schema change, imitated)."""
     original = backend.create
-    factory = common.create_engine
+    factory = backends.create_engine
 
     async def create() -> str:
         url = await original()
