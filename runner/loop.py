@@ -7,20 +7,26 @@
   exponentially up to a cap, and the recovery is logged once when a tick succeeds again.
 * Any other error is logged (once while it repeats) and the loop carries on.
 
+Time comes from outside: the runner's clock for instants, and an injected ``sleep`` and
+``monotonic`` for waiting and for timing an outage, so a test drives the loop in virtual time and
+asserts on exactly what it did instead of polling the wall clock.
+
 Nothing here knows Discord; the bot wraps it in a ``discord.ext.tasks`` loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
+from runner.clock import Clock
 from runner.db import DATABASE_ERRORS, backoff_delay
-from runner.engine import Runner, TickReport
+from runner.engine import TickReport
 
 log = logging.getLogger(__name__)
 
@@ -34,18 +40,35 @@ class LoopState:
     last_report: TickReport | None = None
 
 
+class Ticking(Protocol):
+    """What the loop drives: ``runner.engine.Runner``, or a stand-in a test scripts."""
+
+    clock: Clock
+
+    async def tick(self) -> TickReport: ...
+
+    async def next_wake(self) -> dt.datetime | None: ...
+
+
+Sleep = Callable[[float], Awaitable[object]]
+
+
 class RunnerLoop:
     def __init__(
         self,
-        runner: Runner,
+        runner: Ticking,
         *,
         interval: float = 5.0,
         stuck_delay: float = 0.5,
         backoff_start: float = 1.0,
         backoff_cap: float = 60.0,
         backoff_jitter: float = 0.0,
+        sleep: Sleep = asyncio.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.runner = runner
+        self._sleep = sleep
+        self._monotonic = monotonic
         self.interval = interval
         self.stuck_delay = stuck_delay
         self.backoff_start = backoff_start
@@ -87,7 +110,7 @@ class RunnerLoop:
         self.state.last_report = report
         self._last_error = None
         if self.state.database_down_since is not None:
-            down_for = time.monotonic() - self.state.database_down_since
+            down_for = self._monotonic() - self.state.database_down_since
             log.warning("database reachable again after %.1f s; ticking resumes", down_for)
             self.state.database_down_since = None
             self._failed_ticks = 0
@@ -97,7 +120,7 @@ class RunnerLoop:
         self.state.failures += 1
         if self.state.database_down_since is None:
             self.state.outages += 1
-            self.state.database_down_since = time.monotonic()
+            self.state.database_down_since = self._monotonic()
             log.error("database unreachable (%s: %s); retrying with backoff", type(exc).__name__, exc)
             self._failed_ticks = 0
         delay = backoff_delay(
@@ -122,11 +145,18 @@ class RunnerLoop:
         return min(self.stuck_delay, self.interval)
 
     async def sleep(self, delay: float) -> None:
-        """Sleep ``delay`` seconds, or less if nudged."""
+        """Sleep ``delay`` seconds (the injected ``sleep``), or less if nudged."""
         if delay <= 0 or self._wake.is_set():
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), timeout=delay)
+        sleeping = asyncio.ensure_future(self._sleep(delay))
+        woken = asyncio.ensure_future(self._wake.wait())
+        try:
+            await asyncio.wait((sleeping, woken), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in (sleeping, woken):
+                waiter.cancel()
+            # Both are finished before returning, so no waiter outlives the sleep it served.
+            await asyncio.gather(sleeping, woken, return_exceptions=True)
 
     async def run_forever(self) -> None:
         while not self._stopping:

@@ -17,20 +17,16 @@ from runner.engine import Runner, RunnerSettings, TickReport
 from runner.registry import Action, ActionRegistry
 from runner.schema import definitions, run_log, runs, steps
 from tests.support.actions import Scripted
+from tests.support.definitions import event, phase, step
+
+# ``phase`` and ``step`` are the definition factory's, importable from here as before.
+__all__ = ["T0", "World", "later", "phase", "step"]
 
 T0 = dt.datetime(2026, 9, 2, 12, 0, 0)
 
 
 def later(ms: float) -> dt.datetime:
     return T0 + dt.timedelta(milliseconds=ms)
-
-
-def step(action_id: str, params: dict[str, Any] | None = None, on_failure: str = "skip") -> dict[str, Any]:
-    return {"action": action_id, "params": params or {}, "on_failure": on_failure}
-
-
-def phase(key: str, *steps_: dict[str, Any], label: str | None = None) -> dict[str, Any]:
-    return {"key": key, "label": label or key.title(), "steps": list(steps_)}
 
 
 class World:
@@ -69,14 +65,14 @@ class World:
         scope: str = "",
     ) -> int:
         self._definitions += 1
-        spec = {
-            "key": f"seed-{self._definitions}",
-            "title": f"Seeded event {self._definitions}",
-            "grace_seconds": grace_seconds,
-            "concurrency_key": concurrency_key,
-            "scopes": [scope] if scope else [],
-            "phases": phases,
-        }
+        spec = event(
+            f"seed-{self._definitions}",
+            *phases,
+            title=f"Seeded event {self._definitions}",
+            grace_seconds=grace_seconds,
+            concurrency_key=concurrency_key,
+            scopes=[scope] if scope else [],
+        )
         published = await self.publish(spec)
         async with self.engine.begin() as conn:
             current = await catalog.current(conn, published.key, self.runner.versions)
