@@ -7,6 +7,7 @@ import asyncio
 import logging
 import sqlite3
 
+import discord
 import pytest
 from sqlalchemy import event
 
@@ -14,6 +15,9 @@ from bot.errors import DATABASE_DOWN
 from bot.ticker import WakeableLoop
 from runner.engine import Runner
 from tests.bot.conftest import Sim
+
+# Real seconds before a wait for the loop is called a hang (the test then fails, not blocks).
+HANG = 10.0
 
 
 async def test_the_loop_survives_an_exception(
@@ -98,34 +102,40 @@ async def test_the_loop_wakes_at_once_when_nudged_and_at_the_next_due_step(sim: 
 
 
 async def test_the_wakeable_loop_on_a_real_clock() -> None:
-    """Outside the simulation, on the real clock: the loop sleeps what its body answers (not its
-    interval), a nudge runs the body at once, and a body that raises does not stop it."""
+    """Outside the simulation, on the real ``ext.tasks`` loop: the loop sleeps what its body
+    answers (not its 30 s interval), a body that raises does not stop it (it sleeps the interval
+    instead), and a nudge runs the body at once. Each step waits for the body's next call, not
+    for a time: only the body's own 0.05 s or the nudge can bring that call inside ``HANG``."""
     calls: list[float] = []
+    called = asyncio.Event()
     loop_time = asyncio.get_running_loop().time
 
     async def body() -> float:
         calls.append(loop_time())
+        called.set()
         if len(calls) == 2:
             raise RuntimeError("a bug in the body")
-        return 0.05 if len(calls) < 4 else 30.0
+        return 0.05 if len(calls) == 1 else 30.0
 
-    loop = WakeableLoop(body, interval=0.05, name="test-loop")
+    async def call(number: int) -> None:
+        async with asyncio.timeout(HANG):
+            while len(calls) < number:
+                called.clear()
+                await called.wait()
+
+    loop = WakeableLoop(body, interval=30.0, name="test-loop")
     loop.start()
     try:
-        for _ in range(200):
-            if len(calls) >= 4:
-                break
-            await asyncio.sleep(0.01)
-        assert len(calls) == 4, "kept going after the error, at the body's delay"
-        await asyncio.sleep(0.1)
-        assert len(calls) == 4, "now asleep for 30 s"
-        nudged_at = loop_time()
+        await call(2)
+        assert calls[1] - calls[0] >= 0.05, "slept what the body answered, no less"
+        assert loop.is_running(), "the body's error did not stop the loop"
+        upcoming = loop.task.next_iteration
+        assert upcoming is not None and (upcoming - discord.utils.utcnow()).total_seconds() > 20, (
+            "after the error: asleep for the interval"
+        )
+        assert len(calls) == 2
         loop.nudge()
-        for _ in range(100):
-            if len(calls) == 5:
-                break
-            await asyncio.sleep(0.01)
-        assert len(calls) == 5 and calls[4] - nudged_at < 0.5, "a nudge runs the body at once"
-        assert loop.is_running()
+        await call(3)
+        assert len(calls) == 3 and loop.is_running(), "the nudge ran the body, not the 30 s interval"
     finally:
         loop.cancel()
