@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import logging
 import os
 import socket
@@ -36,13 +37,29 @@ from runner.db import DATABASE_ERRORS, retry_on_conflict
 from runner.definitions import EventDefinition, ManualSchedule, PhaseDefinition
 from runner.dispatch import Classified, perform
 from runner.errors import UnreadableDefinition
-from runner.lifecycle import end_run
+from runner.history import (
+    PhaseCompleted,
+    PhaseStarted,
+    RunBlocked,
+    RunDegraded,
+    RunRecovered,
+    RunStalled,
+    StallReason,
+    StepCancelled,
+    StepDone,
+    StepFailed,
+    StepParked,
+    StepReclaimed,
+    StepRetry,
+    record,
+)
+from runner.lifecycle import Claim, enter_phase, move_run
 from runner.registry import ActionRegistry, Envelope
 from runner.schedule import MAX_OCCURRENCES_PER_PASS, occurrences
 from runner.sql import definitions as definitions_sql
-from runner.sql import run_log
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
+from runner.states import Health, RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -198,31 +215,22 @@ class Runner:
                 continue
             run_id = int(step["run_id"])
             if step["status"] == "failed" and step["last_error"] == steps_sql.GAVE_UP:
-                await run_log.write(
-                    conn, run_id, "step.failed", now, step_id=step["id"], detail={"error": steps_sql.GAVE_UP}
-                )
+                await record(conn, run_id, StepFailed(steps_sql.GAVE_UP), now, step_id=int(step["id"]))
                 await self._recover(conn, run_id, now)
                 await self._apply_on_failure(conn, run_id, step, steps_sql.GAVE_UP, now)
             elif step["status"] == "cancelled":
-                await run_log.write(
-                    conn, run_id, "step.cancelled", now, step_id=step["id"], detail={"reason": "run ended"}
-                )
+                await record(conn, run_id, StepCancelled(reason="run ended"), now, step_id=int(step["id"]))
             elif step["status"] == "pending":
-                await run_log.write(
-                    conn,
-                    run_id,
-                    "step.reclaimed",
-                    now,
-                    step_id=step["id"],
-                    detail={"attempts": step["attempts"]},
-                )
+                await record(conn, run_id, StepReclaimed(int(step["attempts"])), now, step_id=int(step["id"]))
                 reclaims = await runs_sql.step_reclaims(conn, run_id, int(step["id"]))
                 if reclaims >= self.settings.stall_reclaims:
                     await self._stall(
                         conn,
                         run_id,
                         now,
-                        {"reason": "reclaimed", "step_id": int(step["id"]), "reclaims": reclaims},
+                        functools.partial(
+                            RunStalled, StallReason.RECLAIMED, step_id=int(step["id"]), reclaims=reclaims
+                        ),
                     )
             await runs_sql.nudge(conn, run_id, now)
 
@@ -242,12 +250,10 @@ class Runner:
         async with self.engine.begin() as conn:
             for row in await runs_sql.find_overdue(conn, now, before):
                 overdue = (now - row["wake_at"]).total_seconds()
-                detail = {
-                    "reason": "overdue",
-                    "wake_at": row["wake_at"].isoformat(),
-                    "overdue_seconds": overdue,
-                }
-                if await self._stall(conn, int(row["id"]), now, detail, health=row["health"]):
+                event = functools.partial(
+                    RunStalled, StallReason.OVERDUE, wake_at=row["wake_at"], overdue_seconds=overdue
+                )
+                if await self._stall(conn, int(row["id"]), now, event, health=Health(row["health"])):
                     stalled += 1
         return stalled
 
@@ -256,26 +262,26 @@ class Runner:
         conn: AsyncConnection,
         run_id: int,
         now: dt.datetime,
-        detail: dict[str, Any],
+        event: Callable[[Health], RunStalled],
         *,
-        health: str | None = None,
+        health: Health | None = None,
     ) -> bool:
         """Mark the run stalled and log ``run.stalled`` once (with the health it had)."""
         if health is None:
             run = await runs_sql.get(conn, run_id)
             if run is None:
                 return False
-            health = str(run["health"])
-        if health == "stalled" or not await runs_sql.stall(conn, run_id, health, now):
+            health = Health(run["health"])
+        if health is Health.STALLED or not await runs_sql.stall(conn, run_id, health, now):
             return False
-        await run_log.write(conn, run_id, "run.stalled", now, detail={**detail, "from": health})
+        await record(conn, run_id, event(health), now)
         return True
 
     async def _recover(self, conn: AsyncConnection, run_id: int, now: dt.datetime) -> None:
         """The run moved (a step settled, a phase or status changed): a stall is over."""
         restored = await runs_sql.recover(conn, run_id, now)
         if restored is not None:
-            await run_log.write(conn, run_id, "run.recovered", now, detail={"to": restored})
+            await record(conn, run_id, RunRecovered(Health(restored)), now)
 
     # ── 2. Occurrences ────────────────────────────────────────────────────
 
@@ -386,11 +392,15 @@ class Runner:
                 run = await runs_sql.get(conn, run_id)
                 if run is None:
                     continue
-                detail = {"from": "scheduled", "scheduled_for": run["scheduled_for"].isoformat()}
-                error = "missed: not started within its grace window"
-                if (
-                    await end_run(conn, run_id, "scheduled", "missed", now, error=error, detail=detail)
-                    is not None
+                if await move_run(
+                    conn,
+                    run_id,
+                    RunStatus.SCHEDULED,
+                    RunStatus.MISSED,
+                    now,
+                    cancel_open=True,
+                    last_error="missed: not started within its grace window",
+                    scheduled_for=run["scheduled_for"],
                 ):
                     missed += 1
         return missed
@@ -478,7 +488,14 @@ class Runner:
                 # No savepoint: a refused statement does not abort the transaction on either
                 # backend, and a deadlock (which does) would take the savepoint with it.
                 try:
-                    won = await runs_sql.claim_start(conn, run_id, self.owner, until, now)
+                    won = await move_run(
+                        conn,
+                        run_id,
+                        RunStatus.SCHEDULED,
+                        RunStatus.STARTING,
+                        now,
+                        claim=Claim(self.owner, until),
+                    )
                 except sa_exc.IntegrityError:
                     # Another runner started a holder of the same key between our check and our
                     # claim; the slot's unique index refused us.
@@ -488,9 +505,6 @@ class Runner:
                     return None
                 if not won:
                     return None
-                await run_log.write(
-                    conn, run_id, "run.status", now, detail={"from": "scheduled", "to": "starting"}
-                )
             elif not await runs_sql.claim_tick(conn, run_id, self.owner, until, now):
                 return None
             run = await runs_sql.get(conn, run_id)
@@ -503,9 +517,7 @@ class Runner:
         error = f"waiting: concurrency key {key!r} is held by run {holder_id}"
         recheck = now + dt.timedelta(seconds=self.settings.blocked_recheck_seconds)
         if await runs_sql.mark_blocked(conn, run_id, holder_id, error, now, recheck):
-            await run_log.write(
-                conn, run_id, "run.blocked", now, detail={"key": key, "holder_run_id": holder_id}
-            )
+            await record(conn, run_id, RunBlocked(key, holder_id), now)
 
     async def _drive(self, lease: _Lease, report: TickReport) -> dt.datetime | None:
         """Move one leased run as far as it goes; answer when it next needs a tick."""
@@ -561,16 +573,12 @@ class Runner:
         # wanted an exclusive one: a deadlock with another runner's claim of the same run.
         first = definition.phases[0]
         async with self.engine.begin() as conn:
-            if not await runs_sql.transition(
-                conn, int(run["id"]), "starting", "running", now, phase=first.key
-            ):
+            run_id = int(run["id"])
+            if not await move_run(conn, run_id, RunStatus.STARTING, RunStatus.RUNNING, now, phase=first.key):
                 return False
             if run["health"] == "stalled":
-                await self._recover(conn, int(run["id"]), now)
-            await run_log.write(
-                conn, int(run["id"]), "run.status", now, detail={"from": "starting", "to": "running"}
-            )
-            await run_log.write(conn, int(run["id"]), "phase.started", now, detail={"phase": first.key})
+                await self._recover(conn, run_id, now)
+            await record(conn, run_id, PhaseStarted(first.key), now)
         return True
 
     async def _end_phase(
@@ -600,20 +608,15 @@ class Runner:
         async with self.engine.begin() as conn:
             if run["health"] == "stalled":
                 await self._recover(conn, run_id, now)
-            await run_log.write(conn, run_id, "phase.completed", now, detail={"phase": phase})
+            await record(conn, run_id, PhaseCompleted(phase), now)
             if following is None:
-                if not await runs_sql.transition(conn, run_id, "running", "ending", now):
+                if not await move_run(conn, run_id, RunStatus.RUNNING, RunStatus.ENDING, now):
                     raise _Abandon
-                await run_log.write(
-                    conn, run_id, "run.status", now, detail={"from": "running", "to": "ending"}
-                )
             else:
                 # running -> running: the guard is "still running", which is the answer wanted.
                 # The run row is locked first, before the step inserts' foreign-key checks take a
                 # shared lock on it: the other order deadlocks with a competing runner.
-                if not await runs_sql.transition(
-                    conn, run_id, "running", "running", now, phase=following.key
-                ):
+                if not await enter_phase(conn, run_id, following.key, now):
                     raise _Abandon
                 await steps_sql.materialise_phase(
                     conn,
@@ -624,17 +627,13 @@ class Runner:
                     first_due_at=run["held_until"],
                 )
                 await runs_sql.take_phase_hold(conn, run_id)
-                await run_log.write(conn, run_id, "phase.started", now, detail={"phase": following.key})
 
     @retry_on_conflict
     async def _complete(self, run_id: int, now: dt.datetime, *, recover: bool = False) -> None:
         async with self.engine.begin() as conn:
             if recover:
                 await self._recover(conn, run_id, now)
-            if await runs_sql.transition(conn, run_id, "ending", "completed", now):
-                await run_log.write(
-                    conn, run_id, "run.status", now, detail={"from": "ending", "to": "completed"}
-                )
+            await move_run(conn, run_id, RunStatus.ENDING, RunStatus.COMPLETED, now)
 
     # ── One step ──────────────────────────────────────────────────────────
 
@@ -720,13 +719,12 @@ class Runner:
             if outcome.outcome == "done":
                 if not await steps_sql.finish(conn, step_id, self.owner, "done", now, result=outcome.output):
                     return await self._settle_refused(conn, run_id, step, outcome, now)
-                detail: dict[str, Any] = {"action": step["action_id"], "attempts": attempts}
+                hold_until: dt.datetime | None = None
                 if outcome.hold_seconds > 0:
                     hold = outcome.hold_seconds
                     if run["rehearsal"]:
                         hold /= self.settings.rehearsal_speed
                     hold_until = now + dt.timedelta(seconds=hold)
-                    detail["hold_until"] = hold_until.isoformat()
                     if not await steps_sql.hold_next(
                         conn, run_id, step["phase"], int(step["seq"]), hold_until
                     ):
@@ -734,33 +732,20 @@ class Runner:
                             conn, run_id, step["phase"], int(step["seq"])
                         ):
                             await runs_sql.set_phase_hold(conn, run_id, hold_until)
-                await run_log.write(conn, run_id, "step.done", now, step_id=step_id, detail=detail)
+                done = StepDone(step["action_id"], attempts, hold_until=hold_until)
+                await record(conn, run_id, done, now, step_id=step_id)
                 return _REREAD if outcome.hold_seconds > 0 else _NEXT
             if outcome.outcome == "parked":
                 if not await steps_sql.park(conn, step_id, self.owner, now, result=outcome.output):
                     return await self._settle_refused(conn, run_id, step, outcome, now)
-                await run_log.write(
-                    conn,
-                    run_id,
-                    "step.parked",
-                    now,
-                    step_id=step_id,
-                    detail={"action": step["action_id"]},
-                )
+                await record(conn, run_id, StepParked(step["action_id"]), now, step_id=step_id)
                 return None
             error = outcome.error or "failed"
             if outcome.outcome == "retry" and attempts < self.settings.max_attempts:
                 due = now + dt.timedelta(seconds=self.settings.retry_seconds)
                 if not await steps_sql.reschedule(conn, step_id, self.owner, due, error, now):
                     return await self._settle_refused(conn, run_id, step, outcome, now)
-                await run_log.write(
-                    conn,
-                    run_id,
-                    "step.retry",
-                    now,
-                    step_id=step_id,
-                    detail={"attempts": attempts, "error": error, "due_at": due.isoformat()},
-                )
+                await record(conn, run_id, StepRetry(attempts, error, due), now, step_id=step_id)
                 await self._degrade(conn, run_id, now, f"step {step_id} is being retried: {error}")
                 return due
             if outcome.outcome == "retry":
@@ -769,14 +754,8 @@ class Runner:
                 conn, step_id, self.owner, "failed", now, error=error, result=outcome.output
             ):
                 return await self._settle_refused(conn, run_id, step, outcome, now)
-            await run_log.write(
-                conn,
-                run_id,
-                "step.failed",
-                now,
-                step_id=step_id,
-                detail={"action": step["action_id"], "attempts": attempts, "error": error},
-            )
+            failed = StepFailed(error, action=step["action_id"], attempts=attempts)
+            await record(conn, run_id, failed, now, step_id=step_id)
             stopped = await self._apply_on_failure(conn, run_id, step, error, now)
             return None if stopped else _NEXT
 
@@ -792,14 +771,8 @@ class Runner:
             return None if outcome.outcome == "parked" else _REREAD
         current = await runs_sql.get(conn, run_id)
         status = current["status"] if current is not None else "gone"
-        await run_log.write(
-            conn,
-            run_id,
-            "step.cancelled",
-            now,
-            step_id=step_id,
-            detail={"action": step["action_id"], "outcome": outcome.outcome, "run_status": status},
-        )
+        cancelled = StepCancelled(action=step["action_id"], outcome=outcome.outcome, run_status=status)
+        await record(conn, run_id, cancelled, now, step_id=step_id)
         if outcome.outcome != "parked":
             return _REREAD
         why = current["last_error"] if current is not None else None
@@ -808,7 +781,7 @@ class Runner:
 
     async def _degrade(self, conn: AsyncConnection, run_id: int, now: dt.datetime, reason: str) -> None:
         if await runs_sql.degrade(conn, run_id, now):
-            await run_log.write(conn, run_id, "run.degraded", now, detail={"reason": reason[:300]})
+            await record(conn, run_id, RunDegraded(reason[:300]), now)
 
     async def _apply_on_failure(
         self, conn: AsyncConnection, run_id: int, step: Any, error: str, now: dt.datetime
@@ -819,26 +792,30 @@ class Runner:
         disposition = step["on_failure"]
         message = f"step {step['id']} ({step['action_id']}) failed: {error}"
         if disposition == "pause":
-            if await runs_sql.transition(conn, run_id, "running", "paused", now, error=message):
-                await run_log.write(
-                    conn,
-                    run_id,
-                    "run.status",
-                    now,
-                    step_id=step["id"],
-                    detail={"from": "running", "to": "paused", "reason": "step failed", "error": error},
-                )
-            return True
-        if disposition == "abort_run":
-            await end_run(
+            await move_run(
                 conn,
                 run_id,
-                ("running", "paused"),
-                "failed",
+                RunStatus.RUNNING,
+                RunStatus.PAUSED,
                 now,
-                error=message,
-                step_id=step["id"],
-                detail={"reason": "step failed", "error": error},
+                step_id=int(step["id"]),
+                last_error=message,
+                reason="step failed",
+                error=error,
+            )
+            return True
+        if disposition == "abort_run":
+            await move_run(
+                conn,
+                run_id,
+                (RunStatus.RUNNING, RunStatus.PAUSED),
+                RunStatus.FAILED,
+                now,
+                cancel_open=True,
+                step_id=int(step["id"]),
+                last_error=message,
+                reason="step failed",
+                error=error,
             )
             return True
         return False

@@ -1,47 +1,177 @@
-"""Ending a run: one rule for every way a run stops for good before it completes.
+"""Moving a run: the one place a run's status changes, and the one writer of ``run.status``.
 
-Missed (the tick), failed by ``on_failure: abort_run`` (the tick) and cancelled (a human) all do
-the same three things in one transaction: the guarded move to the terminal status, cancelling
-what the run still waits on (pending steps and parked cues, never a leased step: nothing can
-recall a command already sent), and one ``run.status`` line saying so.
+``move_run`` is the guarded compare-and-set (0 rows: the run was no longer where the caller
+thought) and, when it moved, its ``run.status`` line, in the caller's transaction. An edge that
+``states.RUN_TRANSITIONS`` does not draw is a programming error and raises before touching the
+database: no caller decides at run time whether ``completed -> running`` is legal.
+
+Missed (the tick), failed by ``on_failure: abort_run`` (the tick) and cancelled (a human) also
+cancel what the run still waits on (pending steps and parked cues, never a leased step: nothing
+can recall a command already sent): ``cancel_open=True``, or ``end_run``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from runner.history import Actor, PhaseStarted, RunStatusChanged, record
 from runner.sql import run_log
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
+from runner.states import RUN_TRANSITIONS, RunStatus
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The lease ``scheduled -> starting`` takes with the run (and its concurrency slot)."""
+
+    owner: str
+    until: dt.datetime
+
+
+def _froms(from_: RunStatus | str | Iterable[RunStatus | str]) -> tuple[RunStatus, ...]:
+    if isinstance(from_, str):
+        return (RunStatus(from_),)
+    return tuple(RunStatus(each) for each in from_)
+
+
+def _check_edges(froms: tuple[RunStatus, ...], to: RunStatus) -> None:
+    refused = [each for each in froms if to not in RUN_TRANSITIONS[each] or each == to]
+    if refused or not froms:
+        raise ValueError(f"no run moves {'/'.join(refused) or '(nothing)'} -> {to}")
+
+
+async def _move(
+    conn: AsyncConnection,
+    run_id: int,
+    from_: RunStatus | str | Iterable[RunStatus | str],
+    to: RunStatus | str,
+    now: dt.datetime,
+    *,
+    actor: Actor | str | None,
+    step_id: int | None,
+    last_error: str | None,
+    claim: Claim | None,
+    cancel_open: bool,
+    phase: str | None,
+    wake_at: dt.datetime | None,
+    fields: Mapping[str, Any],
+) -> int | None:
+    """Steps cancelled (0 unless ``cancel_open``), or ``None`` when the run did not move."""
+    froms, target = _froms(from_), RunStatus(to)
+    _check_edges(froms, target)
+    if target is RunStatus.STARTING:
+        # The start is the one move that also takes the lease and the concurrency slot.
+        if claim is None:
+            raise ValueError("scheduled -> starting takes the run's lease: pass claim=")
+        moved = await runs_sql.claim_start(conn, run_id, claim.owner, claim.until, now)
+    else:
+        moved = await runs_sql.transition(
+            conn, run_id, froms, target, now, phase=phase, error=last_error, wake_at=wake_at
+        )
+    if not moved:
+        return None
+    cancelled = await steps_sql.cancel_open(conn, run_id, now) if cancel_open else None
+    event = RunStatusChanged(
+        to=target,
+        from_=froms[0] if len(froms) == 1 else None,
+        steps_cancelled=cancelled,
+        **fields,
+    )
+    if isinstance(actor, str):
+        # A front end that still hands over a label (until every control takes an ``Actor``).
+        await run_log.write(
+            conn, run_id, event.kind, now, step_id=step_id, actor=actor, detail=event.detail()
+        )
+    else:
+        await record(conn, run_id, event, now, step_id=step_id, actor=actor)
+    return cancelled or 0
+
+
+async def move_run(
+    conn: AsyncConnection,
+    run_id: int,
+    from_: RunStatus | str | Iterable[RunStatus | str],
+    to: RunStatus | str,
+    now: dt.datetime,
+    *,
+    actor: Actor | str | None = None,
+    step_id: int | None = None,
+    last_error: str | None = None,
+    claim: Claim | None = None,
+    cancel_open: bool = False,
+    phase: str | None = None,
+    wake_at: dt.datetime | None = None,
+    **fields: Any,
+) -> bool:
+    """Move the run from (one of) ``from_`` to ``to`` and write its ``run.status`` line.
+
+    ``fields`` are the line's (``history.RunStatusChanged``: control, reason, error,
+    scheduled_for); ``last_error``, ``phase`` and ``wake_at`` are what the move writes on the
+    run row. False when the run was no longer in ``from_``; ``ValueError`` for an edge the state
+    machine does not have.
+    """
+    moved = await _move(
+        conn,
+        run_id,
+        from_,
+        to,
+        now,
+        actor=actor,
+        step_id=step_id,
+        last_error=last_error,
+        claim=claim,
+        cancel_open=cancel_open,
+        phase=phase,
+        wake_at=wake_at,
+        fields=fields,
+    )
+    return moved is not None
 
 
 async def end_run(
     conn: AsyncConnection,
     run_id: int,
-    from_statuses: str | Iterable[str],
-    to: str,
+    from_statuses: RunStatus | str | Iterable[RunStatus | str],
+    to: RunStatus | str,
     now: dt.datetime,
     *,
     error: str,
-    detail: dict[str, Any],
-    actor: str | None = None,
+    detail: Mapping[str, Any] | None = None,
+    actor: Actor | str | None = None,
     step_id: int | None = None,
 ) -> int | None:
-    """Steps cancelled, or ``None`` when the run was no longer in ``from_statuses``."""
-    if not await runs_sql.transition(conn, run_id, from_statuses, to, now, error=error):
-        return None
-    cancelled = await steps_sql.cancel_open(conn, run_id, now)
-    await run_log.write(
+    """``move_run(..., cancel_open=True)`` answering how many steps it cancelled (``None``: the
+    run was no longer in ``from_statuses``). ``error`` is the run's ``last_error``; ``detail`` the
+    line's fields (``from``, ``to`` and ``steps_cancelled`` are the move's own)."""
+    fields = {k: v for k, v in (detail or {}).items() if k not in ("from", "to", "steps_cancelled")}
+    return await _move(
         conn,
         run_id,
-        "run.status",
+        from_statuses,
+        to,
         now,
         actor=actor,
         step_id=step_id,
-        detail={**detail, "to": to, "steps_cancelled": cancelled},
+        last_error=error,
+        claim=None,
+        cancel_open=True,
+        phase=None,
+        wake_at=None,
+        fields=fields,
     )
-    return cancelled
+
+
+async def enter_phase(conn: AsyncConnection, run_id: int, phase: str, now: dt.datetime) -> bool:
+    """``running -> running`` onto ``phase`` and its ``phase.started`` line. Not a status change
+    (no ``run.status`` line); the guard "still running" is the answer wanted, which is why this
+    one statement may match a row it does not change."""
+    if not await runs_sql.transition(conn, run_id, RunStatus.RUNNING, RunStatus.RUNNING, now, phase=phase):
+        return False
+    await record(conn, run_id, PhaseStarted(phase), now)
+    return True

@@ -16,39 +16,42 @@ Conventions that the statements rely on:
 
 from __future__ import annotations
 
+import enum
+
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
+from runner.states import (
+    RUN_HOLDS_KEY,
+    RUN_IN_FLIGHT,
+    RUN_IN_PROGRESS,
+    RUN_TERMINAL,
+    RUN_TICKABLE,
+    STEP_OPEN,
+    Health,
+    OnFailure,
+    RunStatus,
+    StepStatus,
+)
+
 metadata = sa.MetaData()
 
-# The run and step state machines (see ../shared/DESIGN.md). Kept as tuples so the engine and the
-# controls name their guards from the same source as the ENUMs.
-RUN_STATUSES = (
-    "scheduled",
-    "starting",
-    "running",
-    "paused",
-    "ending",
-    "completed",
-    "cancelled",
-    "failed",
-    "missed",
-)
-RUN_IN_FLIGHT = ("scheduled", "starting", "running", "paused", "ending")
-RUN_TERMINAL = ("completed", "cancelled", "failed", "missed")
-# Statuses the tick advances; a paused run is in flight but only a human moves it.
-RUN_TICKABLE = ("scheduled", "starting", "running", "ending")
-# Statuses that hold a concurrency key: a scheduled run has not taken it yet.
-RUN_HOLDS_KEY = ("starting", "running", "paused", "ending")
-# Statuses in which the tick, not a human, is what moves the run on: past the start, not ended.
-# A run here that nobody advances is ``stalled``.
-RUN_IN_PROGRESS = ("starting", "running", "ending")
-RUN_HEALTH = ("ok", "degraded", "stalled")
-
-# The seeds' DDL also lists ``refused``; nothing ever wrote it, and migration 0003 dropped it.
-STEP_STATUSES = ("pending", "running", "done", "failed", "skipped", "cancelled")
-STEP_OPEN = ("pending", "running")
-ON_FAILURE = ("skip", "pause", "abort_run")
+# The statuses and their groups live in ``runner.states``; the groups are re-exported here for
+# the readers that have always found them beside the tables.
+__all__ = [
+    "RUN_HOLDS_KEY",
+    "RUN_IN_FLIGHT",
+    "RUN_IN_PROGRESS",
+    "RUN_TERMINAL",
+    "RUN_TICKABLE",
+    "STEP_OPEN",
+    "definitions",
+    "metadata",
+    "run_log",
+    "runs",
+    "steps",
+    "versions",
+]
 
 
 def _utc_datetime() -> sa.types.TypeEngine:
@@ -61,10 +64,11 @@ def _big_id() -> sa.types.TypeEngine:
     return sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
-def _enum(name: str, values: tuple[str, ...]) -> sa.Enum:
+def _enum(name: str, values: type[enum.StrEnum]) -> sa.Enum:
     # Native ENUM on MariaDB ("is `missed` a legal value" is part of the contract); a VARCHAR
-    # with a CHECK on SQLite so a typo in a status is refused there too.
-    return sa.Enum(*values, name=name, native_enum=True, create_constraint=True)
+    # with a CHECK on SQLite so a typo in a status is refused there too. Built from the stored
+    # strings, in declaration order, so rows read back as plain strings equal to the enums.
+    return sa.Enum(*(member.value for member in values), name=name, native_enum=True, create_constraint=True)
 
 
 definitions = sa.Table(
@@ -118,8 +122,8 @@ runs = sa.Table(
         "version_id", sa.Integer, sa.ForeignKey("event_versions.id", name="fk_evrun_version"), nullable=False
     ),
     sa.Column("scope", sa.String(190), nullable=False, server_default=""),
-    sa.Column("status", _enum("run_status", RUN_STATUSES), nullable=False, server_default="scheduled"),
-    sa.Column("health", _enum("run_health", RUN_HEALTH), nullable=False, server_default="ok"),
+    sa.Column("status", _enum("run_status", RunStatus), nullable=False, server_default="scheduled"),
+    sa.Column("health", _enum("run_health", Health), nullable=False, server_default="ok"),
     sa.Column("current_phase", sa.String(64), nullable=True),
     sa.Column("scheduled_for", _utc_datetime(), nullable=False),
     sa.Column("concurrency_key", sa.String(190), nullable=True),
@@ -171,10 +175,10 @@ steps = sa.Table(
     sa.Column("action_id", sa.String(96), nullable=False),
     sa.Column("params", sa.JSON, nullable=True),
     sa.Column("action_version", sa.Integer, nullable=False, server_default=sa.text("1")),
-    sa.Column("status", _enum("step_status", STEP_STATUSES), nullable=False, server_default="pending"),
+    sa.Column("status", _enum("step_status", StepStatus), nullable=False, server_default="pending"),
     sa.Column("due_at", _utc_datetime(), nullable=True),
     sa.Column("attempts", sa.Integer, nullable=False, server_default=sa.text("0")),
-    sa.Column("on_failure", _enum("step_on_failure", ON_FAILURE), nullable=False, server_default="pause"),
+    sa.Column("on_failure", _enum("step_on_failure", OnFailure), nullable=False, server_default="pause"),
     sa.Column("idempotency_key", sa.String(40), nullable=False),
     sa.Column("claimed_by", sa.String(64), nullable=True),
     sa.Column("claim_expires_at", _utc_datetime(), nullable=True),

@@ -1,0 +1,405 @@
+"""The run log: every kind of line defined once, written by ``record``, read by one reader.
+
+Each kind is a frozen dataclass whose fields are the line's ``detail`` keys, so a writer cannot
+misspell a key and every front end (the staff log, ``/event status``, ``runs``, the rehearsal
+transcript) reads the same typed ``Entry``. The stored JSON keeps the shape it always had (a
+field ``from_`` is stored as ``from``; a field that defaults to ``None`` is left out when unset),
+so lines written before this module existed read back as the same events.
+
+History is forever: a line whose kind or fields this code no longer knows reads as a
+``GenericEvent`` carrying what was stored, never as an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import functools
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from runner.sql import run_log as run_log_sql
+from runner.states import Health, RunStatus
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who did something by hand: an id a front end can turn back into a mention (a Discord user
+    id; ``None`` for the command line, the schedule or a rehearsal) and a display name."""
+
+    id: str | None
+    name: str
+
+
+class Kind(enum.StrEnum):
+    RUN_CREATED = "run.created"
+    RUN_STATUS = "run.status"
+    RUN_BLOCKED = "run.blocked"
+    RUN_DEGRADED = "run.degraded"
+    RUN_STALLED = "run.stalled"
+    RUN_RECOVERED = "run.recovered"
+    PHASE_STARTED = "phase.started"
+    PHASE_COMPLETED = "phase.completed"
+    STEP_DONE = "step.done"
+    STEP_PARKED = "step.parked"
+    STEP_RETRY = "step.retry"
+    STEP_FAILED = "step.failed"
+    STEP_CANCELLED = "step.cancelled"
+    STEP_RECLAIMED = "step.reclaimed"
+    STEP_REQUEUED = "step.requeued"
+    STEP_CONFIRMED = "step.confirmed"
+    STEP_SKIPPED = "step.skipped"
+
+
+# ── Field codecs ──────────────────────────────────────────────────────────
+# Worked out from each field's annotation, once per class: a datetime is stored as an ISO
+# string, an enum as its value; a trailing underscore is dropped from the stored key (``from``
+# is a keyword); a field whose default is ``None`` is left out while unset.
+
+_Codec = tuple[Callable[[Any], Any], Callable[[Any], Any]]
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    key: str
+    omit_none: bool
+    required: bool
+    codec: _Codec | None
+
+
+def _codec_for(hint: Any) -> _Codec | None:
+    for each in typing.get_args(hint) or (hint,):
+        if each is dt.datetime:
+            return (lambda v: v.isoformat(), dt.datetime.fromisoformat)
+        if isinstance(each, type) and issubclass(each, enum.StrEnum):
+            return (str, each)
+    return None
+
+
+@functools.cache
+def _fields_of(cls: type[Event]) -> tuple[_Field, ...]:
+    hints = typing.get_type_hints(cls)
+    return tuple(
+        _Field(
+            name=f.name,
+            key=f.name.rstrip("_"),
+            omit_none=f.default is None,
+            required=f.default is dataclasses.MISSING,
+            codec=_codec_for(hints[f.name]),
+        )
+        for f in dataclasses.fields(cls)
+    )
+
+
+@dataclass(frozen=True)
+class Event:
+    """A typed run-log line. Subclasses are frozen dataclasses with a ``KIND``."""
+
+    KIND: ClassVar[Kind]
+
+    @property
+    def kind(self) -> str:
+        return self.KIND.value
+
+    def detail(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in _fields_of(type(self)):
+            value = getattr(self, f.name)
+            if value is None and f.omit_none:
+                continue
+            out[f.key] = value if value is None or f.codec is None else f.codec[0](value)
+        return out
+
+    @classmethod
+    def from_detail(cls, detail: Mapping[str, Any]) -> Event:
+        """Raises ``ValueError`` / ``TypeError`` / ``KeyError`` for a detail this class does not
+        describe (the reader then keeps it as a ``GenericEvent``)."""
+        known = {f.key: f for f in _fields_of(cls)}
+        unknown = set(detail) - set(known)
+        if unknown:
+            raise ValueError(f"fields this code does not know: {sorted(unknown)}")
+        values: dict[str, Any] = {}
+        for key, f in known.items():
+            if key not in detail:
+                if f.required:
+                    raise KeyError(key)
+                continue
+            value = detail[key]
+            values[f.name] = value if value is None or f.codec is None else f.codec[1](value)
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class GenericEvent(Event):
+    """A stored line whose kind or fields this code does not know (written by an older or newer
+    version, or by hand): kept as it was stored."""
+
+    name: str
+    values: Mapping[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return self.name
+
+    def detail(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+@dataclass(frozen=True)
+class RunCreated(Event):
+    KIND: ClassVar[Kind] = Kind.RUN_CREATED
+    definition: str
+    version_id: int
+    scope: str
+    scheduled_for: dt.datetime
+    rehearsal: bool = False
+
+
+@dataclass(frozen=True)
+class RunStatusChanged(Event):
+    """``run.status``: written by ``lifecycle.move_run`` only."""
+
+    KIND: ClassVar[Kind] = Kind.RUN_STATUS
+    to: RunStatus
+    from_: RunStatus | None = None
+    # Which control moved it (pause, resume, retry, cancel); unset when the tick did.
+    control: str | None = None
+    reason: str | None = None
+    error: str | None = None
+    steps_cancelled: int | None = None
+    scheduled_for: dt.datetime | None = None
+
+
+@dataclass(frozen=True)
+class RunBlocked(Event):
+    KIND: ClassVar[Kind] = Kind.RUN_BLOCKED
+    key: str
+    holder_run_id: int
+
+
+@dataclass(frozen=True)
+class RunDegraded(Event):
+    KIND: ClassVar[Kind] = Kind.RUN_DEGRADED
+    reason: str
+
+
+class StallReason(enum.StrEnum):
+    # Far past its wake with no live lease: nobody is advancing it.
+    OVERDUE = "overdue"
+    # The reclaim keeps handing one of its steps back: its runner keeps dying on it.
+    RECLAIMED = "reclaimed"
+
+
+@dataclass(frozen=True)
+class RunStalled(Event):
+    KIND: ClassVar[Kind] = Kind.RUN_STALLED
+    reason: StallReason
+    # The health it had before (so a recovery can tell ``ok`` from ``degraded``).
+    from_: Health
+    wake_at: dt.datetime | None = None
+    overdue_seconds: float | None = None
+    step_id: int | None = None
+    reclaims: int | None = None
+
+
+@dataclass(frozen=True)
+class RunRecovered(Event):
+    KIND: ClassVar[Kind] = Kind.RUN_RECOVERED
+    to: Health
+
+
+@dataclass(frozen=True)
+class PhaseStarted(Event):
+    KIND: ClassVar[Kind] = Kind.PHASE_STARTED
+    phase: str
+
+
+@dataclass(frozen=True)
+class PhaseCompleted(Event):
+    KIND: ClassVar[Kind] = Kind.PHASE_COMPLETED
+    phase: str
+
+
+@dataclass(frozen=True)
+class StepDone(Event):
+    KIND: ClassVar[Kind] = Kind.STEP_DONE
+    action: str
+    attempts: int
+    hold_until: dt.datetime | None = None
+
+
+@dataclass(frozen=True)
+class StepParked(Event):
+    KIND: ClassVar[Kind] = Kind.STEP_PARKED
+    action: str
+
+
+@dataclass(frozen=True)
+class StepRetry(Event):
+    KIND: ClassVar[Kind] = Kind.STEP_RETRY
+    attempts: int
+    error: str
+    due_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class StepFailed(Event):
+    KIND: ClassVar[Kind] = Kind.STEP_FAILED
+    error: str
+    # Unset when the reclaim gave up on it (its runner died, nothing answered).
+    action: str | None = None
+    attempts: int | None = None
+
+
+@dataclass(frozen=True)
+class StepCancelled(Event):
+    KIND: ClassVar[Kind] = Kind.STEP_CANCELLED
+    # The reclaim found its run ended: ``reason``. A dispatch came back to an ended run: the
+    # action, what it answered and the status the run was in.
+    reason: str | None = None
+    action: str | None = None
+    outcome: str | None = None
+    run_status: str | None = None
+
+
+@dataclass(frozen=True)
+class StepReclaimed(Event):
+    KIND: ClassVar[Kind] = Kind.STEP_RECLAIMED
+    attempts: int
+
+
+@dataclass(frozen=True)
+class StepRequeued(Event):
+    KIND: ClassVar[Kind] = Kind.STEP_REQUEUED
+    previous_error: str | None
+
+
+@dataclass(frozen=True)
+class StepConfirmed(Event):
+    KIND: ClassVar[Kind] = Kind.STEP_CONFIRMED
+    note: str | None
+
+
+@dataclass(frozen=True)
+class StepSkipped(Event):
+    KIND: ClassVar[Kind] = Kind.STEP_SKIPPED
+    note: str | None
+
+
+_BY_KIND: dict[str, type[Event]] = {
+    cls.KIND.value: cls
+    for cls in (
+        RunCreated,
+        RunStatusChanged,
+        RunBlocked,
+        RunDegraded,
+        RunStalled,
+        RunRecovered,
+        PhaseStarted,
+        PhaseCompleted,
+        StepDone,
+        StepParked,
+        StepRetry,
+        StepFailed,
+        StepCancelled,
+        StepReclaimed,
+        StepRequeued,
+        StepConfirmed,
+        StepSkipped,
+    )
+}
+assert set(_BY_KIND) == {kind.value for kind in Kind}, "every kind has exactly one event class"
+
+
+def parse_event(kind: str, detail: Mapping[str, Any] | None) -> Event:
+    """The typed event for a stored line; a ``GenericEvent`` for one this code does not know."""
+    if detail is not None and not isinstance(detail, Mapping):
+        return GenericEvent(kind, {"value": detail})
+    stored_detail = dict(detail or {})
+    cls = _BY_KIND.get(kind)
+    if cls is None:
+        return GenericEvent(kind, stored_detail)
+    try:
+        return cls.from_detail(stored_detail)
+    except (KeyError, TypeError, ValueError):
+        return GenericEvent(kind, stored_detail)
+
+
+def _actor_of(row: Mapping[str, Any]) -> Actor | None:
+    if "actor_name" not in row:
+        # Before migration 0004 the actor was one "name (id)" string.
+        legacy = row.get("actor")
+        return None if legacy is None else Actor(None, str(legacy))
+    name = row.get("actor_name")
+    if name is None:
+        return None
+    return Actor(None if row.get("actor_id") is None else str(row["actor_id"]), str(name))
+
+
+# ── Writing ───────────────────────────────────────────────────────────────
+
+
+async def record(
+    conn: AsyncConnection,
+    run_id: int,
+    event: Event,
+    at: dt.datetime,
+    *,
+    step_id: int | None = None,
+    actor: Actor | None = None,
+) -> None:
+    """Write one line. Run status lines come from ``lifecycle.move_run``, never from here."""
+    await run_log_sql.write(
+        conn,
+        run_id,
+        event.kind,
+        at,
+        step_id=step_id,
+        actor=actor,
+        detail=event.detail(),
+    )
+
+
+# ── Reading ───────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: int
+    run_id: int
+    step_id: int | None
+    at: dt.datetime
+    actor: Actor | None
+    kind: str
+    event: Event
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Entry:
+        return cls(
+            id=int(row["id"]),
+            run_id=int(row["run_id"]),
+            step_id=None if row["step_id"] is None else int(row["step_id"]),
+            at=row["at"],
+            actor=_actor_of(row),
+            kind=str(row["kind"]),
+            event=parse_event(str(row["kind"]), row["detail"]),
+        )
+
+    @property
+    def detail(self) -> dict[str, Any]:
+        """The stored detail, for readers that want the raw keys."""
+        return self.event.detail()
+
+
+async def entries_for_run(conn: AsyncConnection, run_id: int) -> Sequence[Entry]:
+    return [Entry.from_row(row) for row in await run_log_sql.for_run(conn, run_id)]
+
+
+async def entries_after(conn: AsyncConnection, last_id: int, limit: int = 100) -> Sequence[Entry]:
+    return [Entry.from_row(row) for row in await run_log_sql.after(conn, last_id, limit)]

@@ -1,0 +1,112 @@
+"""The run and step state machines (../shared/DESIGN.md), readable in one file.
+
+The statuses are ``StrEnum``s whose values are the stored strings, so a row's ``"running"`` and
+``RunStatus.RUNNING`` compare equal and the schema's ENUM columns are built from these. The
+transition tables are what ``lifecycle.move_run`` checks every run move against; the groups
+below are the only place a set of statuses is spelled out.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+
+
+class RunStatus(enum.StrEnum):
+    SCHEDULED = "scheduled"
+    STARTING = "starting"
+    RUNNING = "running"
+    PAUSED = "paused"
+    ENDING = "ending"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    MISSED = "missed"
+
+
+class Health(enum.StrEnum):
+    OK = "ok"
+    DEGRADED = "degraded"
+    STALLED = "stalled"
+
+
+class StepStatus(enum.StrEnum):
+    # The seeds' DDL also lists ``refused``; nothing ever wrote it, and migration 0003 dropped it.
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+
+class OnFailure(enum.StrEnum):
+    """What a failed step does to its run."""
+
+    SKIP = "skip"
+    PAUSE = "pause"
+    ABORT_RUN = "abort_run"
+
+
+_R = RunStatus
+
+RUN_TERMINAL: frozenset[RunStatus] = frozenset({_R.COMPLETED, _R.CANCELLED, _R.FAILED, _R.MISSED})
+RUN_IN_FLIGHT: frozenset[RunStatus] = frozenset(RunStatus) - RUN_TERMINAL
+# Statuses the tick advances; a paused run is in flight but only a human moves it.
+RUN_TICKABLE: frozenset[RunStatus] = frozenset({_R.SCHEDULED, _R.STARTING, _R.RUNNING, _R.ENDING})
+# Statuses that hold a concurrency key: a scheduled run has not taken it yet.
+RUN_HOLDS_KEY: frozenset[RunStatus] = RUN_IN_FLIGHT - {_R.SCHEDULED}
+# Statuses in which the tick, not a human, is what moves the run on: past the start, not ended.
+# A run here that nobody advances is ``stalled``.
+RUN_IN_PROGRESS: frozenset[RunStatus] = frozenset({_R.STARTING, _R.RUNNING, _R.ENDING})
+# The statuses a run may have while its steps are settled. A run that ended while one of its
+# steps was out being dispatched must not get that step parked or settled as if nothing
+# happened: that left a live cue, and a ``running`` step, on a dead run.
+RUN_SETTLES_STEPS: frozenset[RunStatus] = frozenset({_R.RUNNING, _R.PAUSED})
+# The terminal statuses a run reaches before completing (``lifecycle.end_run``): what it still
+# waits on is cancelled with it.
+RUN_ENDED_EARLY: frozenset[RunStatus] = RUN_TERMINAL - {_R.COMPLETED}
+
+RUN_TRANSITIONS: Mapping[RunStatus, frozenset[RunStatus]] = MappingProxyType(
+    {
+        _R.SCHEDULED: frozenset({_R.STARTING, _R.MISSED, _R.CANCELLED}),
+        _R.STARTING: frozenset({_R.RUNNING, _R.CANCELLED}),
+        # running -> running is the tick moving ``current_phase`` ("still running" is the guard).
+        _R.RUNNING: frozenset({_R.RUNNING, _R.PAUSED, _R.ENDING, _R.FAILED, _R.CANCELLED}),
+        # paused -> failed is not drawn in the design: a step that was out when its run was
+        # paused (or was given up by the reclaim then) applies its ``abort_run`` all the same.
+        _R.PAUSED: frozenset({_R.RUNNING, _R.FAILED, _R.CANCELLED}),
+        _R.ENDING: frozenset({_R.COMPLETED, _R.CANCELLED}),
+        **{status: frozenset() for status in RUN_TERMINAL},
+    }
+)
+
+_S = StepStatus
+
+STEP_OPEN: frozenset[StepStatus] = frozenset({_S.PENDING, _S.RUNNING})
+STEP_SETTLED: frozenset[StepStatus] = frozenset({_S.DONE, _S.SKIPPED, _S.FAILED})
+
+# ``running`` covers both a leased step and a parked cue (running with a NULL lease); the SQL
+# guards in ``runner/sql/steps.py`` tell the two apart.
+STEP_TRANSITIONS: Mapping[StepStatus, frozenset[StepStatus]] = MappingProxyType(
+    {
+        _S.PENDING: frozenset({_S.RUNNING, _S.SKIPPED, _S.CANCELLED}),
+        # running -> running: leased -> parked. running -> cancelled: a dispatch that comes back,
+        # or is reclaimed, after its run ended; or a parked cue of a run that ended.
+        _S.RUNNING: frozenset({_S.RUNNING, _S.DONE, _S.PENDING, _S.FAILED, _S.SKIPPED, _S.CANCELLED}),
+        # The retry control; the reclaim's give-up is failed, never handed back after that.
+        _S.FAILED: frozenset({_S.PENDING}),
+        _S.DONE: frozenset(),
+        _S.SKIPPED: frozenset(),
+        _S.CANCELLED: frozenset(),
+    }
+)
+
+
+def run_may_move(from_: RunStatus | str, to: RunStatus | str) -> bool:
+    return RunStatus(to) in RUN_TRANSITIONS[RunStatus(from_)]
+
+
+def step_may_move(from_: StepStatus | str, to: StepStatus | str) -> bool:
+    return StepStatus(to) in STEP_TRANSITIONS[StepStatus(from_)]
