@@ -14,88 +14,95 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import time
+from collections.abc import Awaitable, Callable
 
-from runner.clock import SystemClock
+import pytest
+
 from runner.loop import RunnerLoop
-from tests.support.world import World, phase, step
+from tests.support.virtual_time import VirtualTime
+from tests.support.world import T0, World, phase, step
 
 LEASE_LEFT = 1.5
-# A loop with a 5 s interval that sleeps until the lease runs out ticks once or twice in 1.2 s;
-# ten is generous. The defect ticks hundreds of times.
+# A loop with a 5 s interval that sleeps until the lease runs out ticks a few times in 1.2 s
+# (its 0.5 s floor for a wake it cannot serve); ten is generous. The defect ticks hundreds of times.
 TICKS_MAX = 10
 
 
-def _system_clock(world: World) -> SystemClock:
-    clock = SystemClock()
-    world.runner.clock = clock
-    world.controls.clock = clock
-    return clock
-
-
-async def _left_by_a_dead_runner(world: World, clock: SystemClock) -> int:
+async def _left_by_a_dead_runner(world: World) -> int:
     world.register(world.scripted.action("test.ok"))
-    now = clock.now()
-    run_id = await world.seed_run([phase("main", step("test.ok"), step("test.ok"))], scheduled_for=now)
+    run_id = await world.seed_run([phase("main", step("test.ok"), step("test.ok"))])
     await world.set_run(
         run_id,
         status="running",
         current_phase="main",
-        started_at=now,
+        started_at=T0,
         claimed_by="dead-runner",
-        claim_expires_at=now + dt.timedelta(seconds=LEASE_LEFT),
-        wake_at=now - dt.timedelta(seconds=1),
+        claim_expires_at=T0 + dt.timedelta(seconds=LEASE_LEFT),
+        wake_at=T0 - dt.timedelta(seconds=1),
     )
     return run_id
 
 
-async def _ticks_during(loop: RunnerLoop, seconds: float) -> int:
+def _loop(world: World) -> tuple[RunnerLoop, VirtualTime]:
+    time = VirtualTime(world.clock)
+    return RunnerLoop(world.runner, interval=5.0, sleep=time.sleep, monotonic=time.monotonic), time
+
+
+async def _serve(
+    loop: RunnerLoop,
+    time: VirtualTime,
+    seconds: float,
+    done: Callable[[], Awaitable[bool]] | None = None,
+) -> None:
+    """Serve for ``seconds`` of virtual time (or until ``done``), letting every sleep the loop
+    asks for pass in full. A loop that never sleeps (it spins) fails here, by its tick count."""
     task = asyncio.create_task(loop.run_forever())
     try:
-        await asyncio.sleep(seconds)
-        return loop.state.ticks
+        while time.elapsed < seconds:
+            try:
+                await time.asleep(len(time.sleeps) + 1)
+            except TimeoutError:
+                pytest.fail(f"the loop never slept: {loop.state.ticks} ticks")
+            if done is not None and await done():
+                break
+            await time.advance(time.sleeps[-1])
     finally:
         loop.stop()
         await task
 
 
 async def test_a_fresh_loop_takes_over_a_dead_runners_run_once_its_lease_runs_out(world: World) -> None:
-    clock = _system_clock(world)
-    run_id = await _left_by_a_dead_runner(world, clock)
-    loop = RunnerLoop(world.runner, interval=5.0)
-    task = asyncio.create_task(loop.run_forever())
-    started = time.monotonic()
-    try:
-        while (await world.run(run_id))["status"] != "completed":
-            assert time.monotonic() - started < LEASE_LEFT + 3, "the run was not taken over after its lease"
-            await asyncio.sleep(0.05)
-    finally:
-        loop.stop()
-        await task
-    assert time.monotonic() - started >= LEASE_LEFT - 0.2, "a live lease was not respected"
+    run_id = await _left_by_a_dead_runner(world)
+    loop, time = _loop(world)
+
+    async def completed() -> bool:
+        return (await world.run(run_id))["status"] == "completed"
+
+    await _serve(loop, time, LEASE_LEFT + 3, completed)
+    assert await completed(), "the run was not taken over after its lease"
+    assert LEASE_LEFT <= time.elapsed <= LEASE_LEFT + loop.stuck_delay, (
+        "taken over once the lease ran out, and no later than the next floored tick"
+    )
 
 
 async def test_a_fresh_loop_sleeps_while_a_dead_runners_lease_runs_out(world: World) -> None:
-    clock = _system_clock(world)
-    await _left_by_a_dead_runner(world, clock)
-    ticks = await _ticks_during(RunnerLoop(world.runner, interval=5.0), 1.2)
-    assert ticks <= TICKS_MAX, f"{ticks} ticks in 1.2 s while nothing could be done"
+    await _left_by_a_dead_runner(world)
+    loop, time = _loop(world)
+    await _serve(loop, time, 1.2)
+    assert loop.state.ticks <= TICKS_MAX, f"{loop.state.ticks} ticks in 1.2 s while nothing could be done"
+    assert all(s > 0 for s in time.sleeps), time.sleeps
 
 
 async def test_a_loop_sleeps_while_a_run_waits_on_a_held_concurrency_key(world: World) -> None:
-    clock = _system_clock(world)
     world.register(world.scripted.action("test.cue"), world.scripted.action("test.ok"))
     world.scripted["test.cue"].answer = {"ok": True, "await": "human"}
-    now = clock.now()
-    holder = await world.seed_run(
-        [phase("main", step("test.cue"))], scheduled_for=now, concurrency_key="arena"
-    )
-    waiter = await world.seed_run(
-        [phase("main", step("test.ok"))], scheduled_for=now, concurrency_key="arena"
-    )
-    loop = RunnerLoop(world.runner, interval=5.0)
+    holder = await world.seed_run([phase("main", step("test.cue"))], concurrency_key="arena")
+    waiter = await world.seed_run([phase("main", step("test.ok"))], concurrency_key="arena")
+    loop, time = _loop(world)
     await loop.run_once()  # the holder parks on its cue, the waiter is blocked behind it
     assert (await world.run(holder))["status"] == "running"
     assert (await world.run(waiter))["status"] == "scheduled"
-    ticks = await _ticks_during(loop, 1.2) - 1
+    await _serve(loop, time, 1.2)
+    ticks = loop.state.ticks - 1
     assert ticks <= TICKS_MAX, f"{ticks} ticks in 1.2 s while the only work waits on a GM"
+    assert time.sleeps == [5.0], "nothing to do until the GM or the interval: one sleep, the interval"
