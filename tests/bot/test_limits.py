@@ -1,94 +1,19 @@
-"""Discord's limits are part of validation: a definition that would break one is refused when it
-is validated (which publishing requires), naming the phase and the step, never discovered when
-Discord refuses the message in the middle of a live event. simcord does not enforce these limits,
-so they are checked here, and the bot's own messages are checked against them too."""
+"""The bot's own messages stay within Discord's limits (simcord does not enforce them, so they
+are checked here). That a definition breaking one is refused at validation is the actions'
+rule: tests/actions/test_messaging.py."""
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 import discord
-import pytest
 
-from actions import limits, validation_registry
+from actions import limits
 from actions.delivery import Cue
 from bot.cues import cue_embed
 from bot.discord_delivery import nonce_for
 from bot.rendering import batch_lines, status_embed
-from runner import definitions
-from runner.errors import DefinitionError
 from runner.views import PhaseView, RunView, StepContext, StepView
-from tests.bot.conftest import raid_spec
-
-
-def with_announcement(params: dict[str, Any]) -> dict[str, Any]:
-    spec = raid_spec()
-    spec["phases"][1]["steps"][1]["params"] = {"channel": "announcements", **params}
-    return spec
-
-
-def refused(spec: dict[str, Any]) -> list[Any]:
-    with pytest.raises(DefinitionError) as caught:
-        definitions.validate(spec, validation_registry())
-    return caught.value.problems
-
-
-def test_content_over_2000_characters_is_refused_naming_the_step() -> None:
-    (problem,) = refused(with_announcement({"content": "x" * 2001}))
-    assert (problem.phase, problem.step, problem.field) == ("finale", 1, "params.content")
-    assert "2000" in problem.message
-    assert str(problem).startswith("phase 'finale', step 1, field 'params.content'")
-    definitions.validate(with_announcement({"content": "x" * 2000}), validation_registry())
-
-
-def test_content_that_leaves_no_room_for_the_role_ping_is_refused() -> None:
-    (problem,) = refused(with_announcement({"content": "x" * 1990, "ping_role": "players"}))
-    assert (problem.phase, problem.step) == ("finale", 1)
-    assert "with the role ping" in problem.message
-
-
-def test_an_embed_with_26_fields_is_refused() -> None:
-    fields = [{"name": f"f{i}", "value": "v"} for i in range(26)]
-    (problem,) = refused(with_announcement({"embed": {"title": "t", "fields": fields}}))
-    assert (problem.phase, problem.step, problem.field) == ("finale", 1, "params.embed.fields")
-
-
-@pytest.mark.parametrize(
-    ("embed", "field"),
-    [
-        ({"title": "t" * 257}, "params.embed.title"),
-        ({"description": "d" * 4097}, "params.embed.description"),
-        ({"title": "t", "fields": [{"name": "n" * 257, "value": "v"}]}, "params.embed.fields.0.name"),
-        ({"title": "t", "fields": [{"name": "n", "value": "v" * 1025}]}, "params.embed.fields.0.value"),
-    ],
-)
-def test_each_embed_part_over_its_limit_is_refused(embed: dict[str, Any], field: str) -> None:
-    (problem,) = refused(with_announcement({"embed": embed}))
-    assert (problem.phase, problem.step, problem.field) == ("finale", 1, field)
-
-
-def test_an_embed_over_6000_characters_in_all_is_refused() -> None:
-    fields = [{"name": "n", "value": "v" * 1000} for _ in range(2)]
-    embed = {"title": "t" * 256, "description": "d" * 4096, "fields": fields}
-    (problem,) = refused(with_announcement({"embed": embed}))
-    assert (problem.phase, problem.step, problem.field) == ("finale", 1, "params.embed")
-    assert "6000" in problem.message
-
-
-def test_text_that_only_breaks_a_limit_once_the_scope_is_filled_in_is_refused() -> None:
-    spec = with_announcement({"content": "{scope} " + "x" * 1980})
-    spec["scopes"] = ["a-rather-long-world-name-that-pushes-it-over"]
-    (problem,) = refused(spec)
-    assert (problem.phase, problem.step) == ("finale", 1)
-    assert "a-rather-long-world-name" in problem.message
-
-
-def test_cue_instructions_over_4096_characters_are_refused() -> None:
-    spec = raid_spec()
-    spec["phases"][0]["steps"][1]["params"]["instructions"] = "i" * 4097
-    (problem,) = refused(spec)
-    assert (problem.phase, problem.step, problem.field) == ("muster", 1, "params.instructions")
 
 
 def test_the_nonce_fits_discords_25_characters() -> None:
