@@ -54,6 +54,7 @@ from tests.reliability.harness import (
     read_journals,
     run_statuses,
 )
+from tests.support.definitions import event, phase, step
 
 IN_FLIGHT = 12
 WAVE_SCOPES = 6
@@ -74,39 +75,30 @@ COVERAGE_TRIALS = 10
 
 
 def announce(text: str) -> dict[str, Any]:
-    return {"action": ANNOUNCE, "params": {"text": text}}
+    return step(ANNOUNCE, {"text": text}, on_failure=None)
 
 
 def wait(seconds: float) -> dict[str, Any]:
-    return {"action": WAIT, "params": {"seconds": seconds}}
+    return step(WAIT, {"seconds": seconds}, on_failure=None)
 
 
 def wave_spec(wave: int) -> dict[str, Any]:
     """Ten steps over three phases: announcements, a parked cue, a wait inside a phase and one at
     the end of a phase (which holds the next phase's first step)."""
-    return {
-        "key": f"crash-{wave}",
-        "title": f"Crash wave {wave}",
-        "scopes": [f"w{wave}s{i}" for i in range(WAVE_SCOPES)],
-        "phases": [
-            {
-                "key": "opening",
-                "label": "Opening",
-                "steps": [
-                    announce("doors open"),
-                    announce("rules"),
-                    {"action": CUE, "params": {"text": "spawn the boss"}},
-                    announce("the boss is here"),
-                ],
-            },
-            {
-                "key": "middle",
-                "label": "Middle",
-                "steps": [wait(0.3), announce("half time"), announce("second half"), wait(0.2)],
-            },
-            {"key": "closing", "label": "Closing", "steps": [announce("winners"), announce("thanks")]},
-        ],
-    }
+    return event(
+        f"crash-{wave}",
+        phase(
+            "opening",
+            announce("doors open"),
+            announce("rules"),
+            step(CUE, {"text": "spawn the boss"}, on_failure=None),
+            announce("the boss is here"),
+        ),
+        phase("middle", wait(0.3), announce("half time"), announce("second half"), wait(0.2)),
+        phase("closing", announce("winners"), announce("thanks")),
+        title=f"Crash wave {wave}",
+        scopes=[f"w{wave}s{i}" for i in range(WAVE_SCOPES)],
+    )
 
 
 STEPS_PER_RUN = 10

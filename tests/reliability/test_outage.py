@@ -47,6 +47,7 @@ from tests.reliability.harness import (
     read_journals,
     run_statuses,
 )
+from tests.support.definitions import event
 from tests.support.mariadb_server import ThrowawayMariaDB, find_mariadbd
 from tests.support.world import World, phase, step
 
@@ -64,18 +65,16 @@ UNREACHABLE_LINES_MAX = 3
 
 def outage_spec(n: int, wait_seconds: float) -> dict[str, Any]:
     def announce(text: str) -> dict[str, Any]:
-        return {"action": ANNOUNCE, "params": {"text": text}}
+        return step(ANNOUNCE, {"text": text}, on_failure=None)
 
-    hold = {"action": WAIT, "params": {"seconds": wait_seconds}}
-    return {
-        "key": f"outage-{n}",
-        "title": f"Outage {n}",
-        "scopes": [f"o{n}s{i}" for i in range(SCOPES)],
-        "phases": [
-            {"key": "a", "label": "A", "steps": [announce("one"), hold, announce("two"), hold]},
-            {"key": "b", "label": "B", "steps": [announce("three"), hold, announce("four")]},
-        ],
-    }
+    hold = step(WAIT, {"seconds": wait_seconds}, on_failure=None)
+    return event(
+        f"outage-{n}",
+        phase("a", announce("one"), hold, announce("two"), hold),
+        phase("b", announce("three"), hold, announce("four")),
+        title=f"Outage {n}",
+        scopes=[f"o{n}s{i}" for i in range(SCOPES)],
+    )
 
 
 STEPS_PER_RUN = 7

@@ -55,6 +55,7 @@ from bot.permissions import actor_label
 from bot.starting import ALL_SCOPES
 from runner import catalog, definitions
 from runner.schema import metadata
+from tests.support.definitions import announce, cue, event, phase
 from wiring.config import Config
 
 # The run and step tables' ids in every world: one run, its first phase's announce and cue.
@@ -157,39 +158,16 @@ CASES = [
 
 def spec() -> dict[str, Any]:
     """An announcement, a GM cue, then (next phase) a closing announcement."""
-    return {
-        "key": "raid",
-        "title": "Harbour Raid",
-        "phases": [
-            {
-                "key": "muster",
-                "label": "Muster",
-                "steps": [
-                    {
-                        "action": "discord.announce",
-                        "label": "Call to arms",
-                        "params": {"channel": "announcements", "content": "The raid begins!"},
-                    },
-                    {
-                        "action": "gm.cue",
-                        "label": "Open the gates",
-                        "params": {"instructions": "Open the gates, then press Confirm.", "ping_role": "gm"},
-                    },
-                ],
-            },
-            {
-                "key": "finale",
-                "label": "Finale",
-                "steps": [
-                    {
-                        "action": "discord.announce",
-                        "label": "Victory",
-                        "params": {"channel": "announcements", "content": "The harbour is ours!"},
-                    }
-                ],
-            },
-        ],
-    }
+    return event(
+        "raid",
+        phase(
+            "muster",
+            announce("The raid begins!", label="Call to arms"),
+            cue("Open the gates, then press Confirm.", ping_role="gm", label="Open the gates"),
+        ),
+        phase("finale", announce("The harbour is ours!", label="Victory")),
+        title="Harbour Raid",
+    )
 
 
 # ── the world ─────────────────────────────────────────────────────────────

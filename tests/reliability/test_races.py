@@ -50,6 +50,7 @@ from tests.reliability.harness import (
     read_journals,
     run_statuses,
 )
+from tests.support.definitions import event, phase, step
 
 RUNNERS = 3
 DEFINITIONS = 10
@@ -91,22 +92,17 @@ async def steps_retried_after_their_budget(engine: AsyncEngine) -> set[int]:
 
 
 def race_spec(n: int) -> dict[str, Any]:
-    return {
-        "key": f"race-{n}",
-        "title": f"Race {n}",
-        "scopes": [f"d{n}s{i}" for i in range(SCOPES)],
-        "phases": [
-            {
-                "key": "one",
-                "label": "One",
-                "steps": [
-                    {"action": ANNOUNCE, "params": {"text": "go"}},
-                    {"action": WAIT, "params": {"seconds": HOLD}},
-                ],
-            },
-            {"key": "two", "label": "Two", "steps": [{"action": ANNOUNCE, "params": {"text": "done"}}]},
-        ],
-    }
+    return event(
+        f"race-{n}",
+        phase(
+            "one",
+            step(ANNOUNCE, {"text": "go"}, on_failure=None),
+            step(WAIT, {"seconds": HOLD}, on_failure=None),
+        ),
+        phase("two", step(ANNOUNCE, {"text": "done"}, on_failure=None)),
+        title=f"Race {n}",
+        scopes=[f"d{n}s{i}" for i in range(SCOPES)],
+    )
 
 
 @pytest.mark.slow

@@ -46,16 +46,34 @@ def event(
     }
 
 
-def wait(duration: int | str = 60, **over: Any) -> dict[str, Any]:
-    return step("core.wait", {"duration": duration}, on_failure=None, **over)
+def wait(
+    duration: int | float | str = 60, *, label: str | None = None, on_failure: str | None = None
+) -> dict[str, Any]:
+    return step("core.wait", {"duration": duration}, on_failure=on_failure, label=label)
 
 
-def announce(content: str = "Hello", channel: str = "announcements", **params: Any) -> dict[str, Any]:
-    return step("discord.announce", {"channel": channel, "content": content, **params}, on_failure=None)
+def announce(
+    content: str | None = "Hello",
+    channel: str = "announcements",
+    *,
+    label: str | None = None,
+    on_failure: str | None = None,
+    **params: Any,
+) -> dict[str, Any]:
+    """``discord.announce``; ``params`` are its other params (``embed``, ``ping_role``)."""
+    raw = {"channel": channel, **({"content": content} if content is not None else {}), **params}
+    return step("discord.announce", raw, on_failure=on_failure, label=label)
 
 
-def cue(instructions: str = "Open the gates", **params: Any) -> dict[str, Any]:
-    return step("gm.cue", {"instructions": instructions, **params}, on_failure=None)
+def cue(
+    instructions: str = "Open the gates",
+    *,
+    label: str | None = None,
+    on_failure: str | None = None,
+    **params: Any,
+) -> dict[str, Any]:
+    """``gm.cue``; ``params`` are its other params (``title``, ``channel``, ``ping_role``)."""
+    return step("gm.cue", {"instructions": instructions, **params}, on_failure=on_failure, label=label)
 
 
 def cron(expression: str, timezone: str = "UTC") -> dict[str, Any]:
