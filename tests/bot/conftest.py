@@ -25,6 +25,7 @@ from actions import validation_registry
 from bot.app import EventBot, create_bot, sync_tree
 from runner import catalog, definitions
 from runner.views import list_runs, run_view
+from tests.support.definitions import announce, cue, event, phase, wait
 from wiring.config import Config
 
 TICK = 5.0
@@ -49,53 +50,32 @@ def simcord_bot() -> discord.Client:
 def raid_spec(**overrides: Any) -> dict[str, Any]:
     """An event as staff would write it: an announcement with a ping and an embed, a GM cue, a
     wait, and a closing announcement."""
-    spec: dict[str, Any] = {
-        "key": "raid",
-        "title": "Harbour Raid",
-        "phases": [
-            {
-                "key": "muster",
-                "label": "Muster",
-                "steps": [
-                    {
-                        "action": "discord.announce",
-                        "label": "Call to arms",
-                        "params": {
-                            "channel": "announcements",
-                            "content": "@everyone The raid on the harbour begins! Meet at the docks.",
-                            "ping_role": "players",
-                            "embed": {
-                                "title": "Harbour Raid",
-                                "description": "Bring a boat.",
-                                "colour": "#ff8800",
-                                "fields": [{"name": "Where", "value": "The docks", "inline": True}],
-                            },
-                        },
-                    },
-                    {
-                        "action": "gm.cue",
-                        "label": "Open the gates",
-                        "params": {
-                            "instructions": "Open the harbour gates in game, then press Confirm.",
-                            "ping_role": "gm",
-                        },
-                    },
-                ],
-            },
-            {
-                "key": "finale",
-                "label": "Finale",
-                "steps": [
-                    {"action": "core.wait", "label": "Let them fight", "params": {"duration": 60}},
-                    {
-                        "action": "discord.announce",
-                        "label": "Victory",
-                        "params": {"channel": "announcements", "content": "The harbour is ours!"},
-                    },
-                ],
-            },
-        ],
-    }
+    spec = event(
+        "raid",
+        phase(
+            "muster",
+            announce(
+                "@everyone The raid on the harbour begins! Meet at the docks.",
+                label="Call to arms",
+                ping_role="players",
+                embed={
+                    "title": "Harbour Raid",
+                    "description": "Bring a boat.",
+                    "colour": "#ff8800",
+                    "fields": [{"name": "Where", "value": "The docks", "inline": True}],
+                },
+            ),
+            cue(
+                "Open the harbour gates in game, then press Confirm.", label="Open the gates", ping_role="gm"
+            ),
+        ),
+        phase(
+            "finale",
+            wait(60, label="Let them fight"),
+            announce("The harbour is ours!", label="Victory"),
+        ),
+        title="Harbour Raid",
+    )
     spec.update(overrides)
     return spec
 

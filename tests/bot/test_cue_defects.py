@@ -12,26 +12,21 @@ from actions.delivery import Cue, Posted
 from bot.cues import cue_view
 from runner.controls import ControlResult
 from tests.bot.conftest import Sim, buttons
+from tests.support.definitions import announce, cue, event, phase
 
 
 def gates_spec() -> dict[str, Any]:
     """An announcement, a GM cue, and an announcement the cue holds back."""
-    say = {"action": "discord.announce", "params": {"channel": "announcements", "content": "The gates open"}}
-    return {
-        "key": "gates",
-        "title": "The Gates",
-        "phases": [
-            {
-                "key": "main",
-                "label": "Main",
-                "steps": [
-                    {**say, "label": "Warn"},
-                    {"action": "gm.cue", "label": "Open the gates", "params": {"instructions": "Open them."}},
-                    {**say, "label": "Open"},
-                ],
-            }
-        ],
-    }
+    return event(
+        "gates",
+        phase(
+            "main",
+            announce("The gates open", label="Warn"),
+            cue("Open them.", label="Open the gates"),
+            announce("The gates open", label="Open"),
+        ),
+        title="The Gates",
+    )
 
 
 async def test_defect_02_cancel_during_cue_post_closes_the_cue(

@@ -24,6 +24,7 @@ from runner.db import create_engine
 from runner.errors import UnknownDefinition, UnreadableDefinition
 from runner.views import list_runs
 from tests.bot.conftest import TICK, Sim, raid_spec
+from tests.support.definitions import event, phase, wait
 
 # A field the definition format once allowed and today's rules refuse (``extra="forbid"``).
 RETIRED_FIELD = "retired_option"
@@ -179,18 +180,7 @@ def test_defect_04_cli_runs_names_a_run_whose_definition_is_unreadable(
 
 
 def wait_only_spec(key: str, title: str, scopes: list[str]) -> dict[str, Any]:
-    return {
-        "key": key,
-        "title": title,
-        "scopes": scopes,
-        "phases": [
-            {
-                "key": "watch",
-                "label": "Watch",
-                "steps": [{"action": "core.wait", "params": {"duration": 3600}}],
-            }
-        ],
-    }
+    return event(key, phase("watch", wait(3600)), title=title, scopes=scopes)
 
 
 def counted(text: str, pattern: str) -> tuple[int, int]:

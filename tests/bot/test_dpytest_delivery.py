@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import AsyncIterator
-from typing import Any
 
 import discord
 import discord.ext.test as dpytest
@@ -28,6 +27,7 @@ from bot.staff_log import StaffLog
 from runner import catalog
 from runner.clock import ManualClock
 from runner.definitions import EventDefinition
+from tests.support.definitions import announce, event, phase
 from wiring.config import Config
 from wiring.services import Services, assemble
 
@@ -72,32 +72,23 @@ class Flow:
         self.staff_log = StaffLog(bot, self.config, engine, self.services.versions, interval=5.0)
 
     async def publish(self) -> None:
-        spec: dict[str, Any] = {
-            "key": "raid",
-            "title": "Harbour Raid",
-            "phases": [
-                {
-                    "key": "muster",
-                    "label": "Muster",
-                    "steps": [
-                        {
-                            "action": "discord.announce",
-                            "label": "Call to arms",
-                            "params": {
-                                "channel": "announcements",
-                                "content": "The raid on the harbour begins!",
-                                "ping_role": "players",
-                                "embed": {
-                                    "title": "Harbour Raid",
-                                    "colour": "#ff8800",
-                                    "fields": [{"name": "Where", "value": "The docks"}],
-                                },
-                            },
-                        }
-                    ],
-                }
-            ],
-        }
+        spec = event(
+            "raid",
+            phase(
+                "muster",
+                announce(
+                    "The raid on the harbour begins!",
+                    label="Call to arms",
+                    ping_role="players",
+                    embed={
+                        "title": "Harbour Raid",
+                        "colour": "#ff8800",
+                        "fields": [{"name": "Where", "value": "The docks"}],
+                    },
+                ),
+            ),
+            title="Harbour Raid",
+        )
         await catalog.publish(self.engine, EventDefinition.model_validate(spec), T0)
         await self.staff_log.prime()
 

@@ -28,6 +28,7 @@ from runner.engine import Runner, RunnerSettings
 from runner.registry import ActionRegistry, Envelope
 from runner.schema import runs
 from tests.support.actions import build_action
+from tests.support.definitions import event, phase, step
 
 RUNS = 240
 STEPS_PER_RUN = 3
@@ -66,16 +67,14 @@ def build_registry(dispatches: list[dict[str, Any]]) -> ActionRegistry:
 
 
 async def test_two_runners_dispatch_every_step_exactly_once(engine: AsyncEngine) -> None:
-    spec = {
-        "key": "race",
-        "title": "Race",
-        "scopes": [f"s{i}" for i in range(RUNS)],
-        "concurrency_key": "k{scope}",
-        "phases": [
-            {"key": "one", "label": "One", "steps": [{"action": "race.step"}] * 2},
-            {"key": "two", "label": "Two", "steps": [{"action": "race.step"}] * (STEPS_PER_RUN - 2)},
-        ],
-    }
+    race_step = step("race.step", on_failure=None)
+    spec = event(
+        "race",
+        phase("one", *[race_step] * 2),
+        phase("two", *[race_step] * (STEPS_PER_RUN - 2)),
+        scopes=[f"s{i}" for i in range(RUNS)],
+        concurrency_key="k{scope}",
+    )
     # Keys are per scope in the template; fold them onto KEYS shared keys after creation.
     dispatches: list[dict[str, Any]] = []
     registry = build_registry(dispatches)

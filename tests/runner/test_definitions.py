@@ -14,32 +14,17 @@ from runner import catalog
 from runner import definitions as defs
 from runner.errors import DefinitionError
 from runner.schema import definitions, runs, versions
+from tests.support.definitions import announce, cue, event, phase, wait
 from tests.support.world import T0
 
 
 def valid(**over: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "key": "raid-night",
-        "title": "Raid night",
-        "phases": [
-            {
-                "key": "opening",
-                "label": "Opening",
-                "steps": [
-                    {
-                        "action": "discord.announce",
-                        "params": {"channel": "announcements", "content": "Raid at 8!"},
-                    },
-                    {"action": "core.wait", "params": {"duration": "5m"}},
-                ],
-            },
-            {
-                "key": "boss",
-                "label": "Boss",
-                "steps": [{"action": "gm.cue", "params": {"instructions": "Spawn it"}}],
-            },
-        ],
-    }
+    spec = event(
+        "raid-night",
+        phase("opening", announce("Raid at 8!"), wait("5m")),
+        phase("boss", cue("Spawn it")),
+        title="Raid night",
+    )
     spec.update(over)
     return spec
 

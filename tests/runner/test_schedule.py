@@ -14,19 +14,18 @@ from runner import catalog
 from runner import definitions as defs
 from runner.schedule import occurrences
 from runner.schema import runs
+from tests.support.definitions import cron, event, phase, wait
 from tests.support.world import World
 
 
 def quiz(**over: Any) -> defs.EventDefinition:
-    spec: dict[str, Any] = {
-        "key": "quiz-night",
-        "title": "Quiz night",
-        "schedule": {"cron": "0 20 * * FRI", "timezone": "Europe/London"},
-        "grace_seconds": 600,
-        "phases": [
-            {"key": "main", "label": "Main", "steps": [{"action": "core.wait", "params": {"duration": 60}}]}
-        ],
-    }
+    spec = event(
+        "quiz-night",
+        phase("main", wait(60)),
+        title="Quiz night",
+        schedule=cron("0 20 * * FRI", "Europe/London"),
+        grace_seconds=600,
+    )
     spec.update(over)
     return defs.validate(spec, validation_registry())
 
