@@ -17,6 +17,7 @@ import yaml
 
 from cli import main
 from runner.db import create_engine
+from tests.support import definitions as factory
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -86,14 +87,9 @@ def write_yaml(path: Path, data: Any) -> Path:
 
 
 def announce(channel: str, content: str, **extra: Any) -> dict[str, Any]:
-    return {"action": "discord.announce", "params": {"channel": channel, "content": content, **extra}}
+    return factory.announce(content, channel, **extra)
 
 
 def definition(*steps: dict[str, Any], key: str = "test-event", **fields: Any) -> dict[str, Any]:
-    """A one-phase definition of ``steps``."""
-    return {
-        "key": key,
-        "title": "Test event",
-        **fields,
-        "phases": [{"key": "main", "label": "Main", "steps": list(steps)}],
-    }
+    """A one-phase definition of ``steps`` (the definition factory's, titled "Test event")."""
+    return factory.event(key, factory.phase("main", *steps), title="Test event", **fields)

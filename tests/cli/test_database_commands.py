@@ -13,6 +13,7 @@ from cli.common import shown_url
 from runner import views
 from runner.schema import definitions, versions
 from tests.cli.conftest import EXAMPLE_FILES, EXAMPLES, Cli, on_database, sqlite_url, write_yaml
+from tests.support.definitions import event, phase, step
 
 INVASION = EXAMPLES / "invasion.yaml"
 
@@ -136,7 +137,7 @@ def test_an_invalid_file_means_nothing_is_published(cli: Cli, database: str, tmp
     """All or nothing: publishing half of a set of events is how a live event goes out broken."""
     bad = write_yaml(
         tmp_path / "bad.yaml",
-        {"key": "bad", "title": "Bad", "phases": [{"key": "p", "label": "P", "steps": [{"action": "x.y"}]}]},
+        event("bad", phase("p", step("x.y", on_failure=None))),
     )
     result = cli("publish", INVASION, bad, "--database", database)
     assert result.code == 1

@@ -8,20 +8,18 @@ from typing import Any
 import pytest
 
 from tests.cli.conftest import EXAMPLE_FILES, EXAMPLES, Cli, definition, write_yaml
+from tests.support.definitions import event, phase, wait
 
-WAIT = {"action": "core.wait", "params": {"duration": "1m"}}
+WAIT = wait("1m")
 
 
 def two_phases(first_key: str = "opening", second_key: str = "closing", **fields: Any) -> dict[str, Any]:
-    return {
-        "key": "broken",
-        "title": "Broken",
+    return event(
+        "broken",
+        phase(first_key, WAIT, WAIT, label="Opening"),
+        phase(second_key, WAIT, label="Closing"),
         **fields,
-        "phases": [
-            {"key": first_key, "label": "Opening", "steps": [WAIT, WAIT]},
-            {"key": second_key, "label": "Closing", "steps": [WAIT]},
-        ],
-    }
+    )
 
 
 def with_step(step: dict[str, Any]) -> dict[str, Any]:
