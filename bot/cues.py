@@ -22,8 +22,8 @@ import discord
 from actions import limits
 from actions.delivery import Cue
 from bot.errors import reply_to_error
-from bot.permissions import actor_label, mention_actor, mention_actors, refusal
-from bot.rendering import REHEARSAL_MARK, clip, fit, timestamp
+from bot.permissions import actor_label, refusal
+from bot.rendering import REHEARSAL_MARK, clip, control_answer, fit, person, timestamp
 from runner.controls import ControlResult, CueRef
 from runner.views import run_view
 
@@ -134,7 +134,7 @@ async def click(interaction: discord.Interaction, step_id: int, verb: str) -> No
                 f"{word}, but Discord did not let me update the message.", ephemeral=True
             )
         return
-    await interaction.followup.send(f"Nothing changed: {mention_actors(result.message)}.", ephemeral=True)
+    await interaction.followup.send(control_answer(result), ephemeral=True)
     text = await current_text(bot, result)
     if text is not None:
         await _show(interaction, step_id, text)
@@ -160,7 +160,7 @@ async def current_text(bot: EventBot, result: ControlResult) -> str | None:
         return None
     run = await run_view(bot.services.engine, result.run_id, bot.services.versions)
     step = next((s for p in (run.phases if run else []) for s in p.steps if s.id == ref.step_id), None)
-    who = mention_actor(step.settled_by) if step and step.settled_by else None
+    who = person(step.settled_by) if step and step.settled_by else None
     reason = run.last_error if run is not None and ref.status == "cancelled" else None
     return settled_text(ref.status, who, reason=reason)
 

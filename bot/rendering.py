@@ -6,6 +6,7 @@ the cogs stay thin and every limit Discord puts on a message is enforced in one 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 from typing import Any
@@ -15,8 +16,12 @@ import discord
 from actions import limits
 from bot.clock import as_utc
 from bot.permissions import mention_actor
+from runner import history
+from runner.answers import ControlResult, Reason
 from runner.errors import Problem
+from runner.states import RunStatus
 from runner.views import DefinitionSummary, RunSummary, RunView, StepView
+from wiring.control_text import control_text, no_such_scope_head, started_head
 
 REHEARSAL_MARK = "[REHEARSAL]"
 
@@ -100,6 +105,34 @@ def run_name(title: str, scope: str, run_id: int, rehearsal: bool = False) -> st
     return f"{mark}**{title}**{where} · run {run_id}"
 
 
+# ── A control's answer ───────────────────────────────────────────────────────
+
+
+def person(actor: object) -> str:
+    """A person as Discord shows one: a mention when the id is known, else the name as is."""
+    actor_id = getattr(actor, "id", None)
+    if actor_id:
+        return f"<@{actor_id}>"
+    name = getattr(actor, "name", actor)
+    return mention_actor(str(name)) if name else "someone"
+
+
+def control_answer(result: ControlResult) -> str:
+    """A control's ephemeral answer: ``✅ …`` or ``Nothing changed: ….``, people as mentions,
+    within Discord's content limit; a start of many scopes lists its runs as far as they fit."""
+    if result.ok and result.reason is Reason.STARTED and len(result.run_ids) > 1:
+        return fit_list(f"✅ {started_head(result)}", [str(r) for r in result.run_ids])
+    if result.reason is Reason.NO_SUCH_SCOPE and any(result.scopes):
+        # As many of the event's scopes as fit, each cut to a readable length.
+        shown = dataclasses.replace(result, scope=clip(result.scope or "", 100))
+        head = f"Nothing changed: {no_such_scope_head(shown)}"
+        return fit_list(head, [s for s in result.scopes if s], tail=".", item_max=100)
+    if result.reason is Reason.NO_SUCH_SCOPE:
+        result = dataclasses.replace(result, scope=clip(result.scope or "", 100))
+    text = control_text(result, person)
+    return clip(f"✅ {text}" if result.ok else f"Nothing changed: {text}.", limits.CONTENT_MAX)
+
+
 # ── /event status ────────────────────────────────────────────────────────────
 
 
@@ -112,7 +145,7 @@ def _step_line(step: StepView) -> str:
     if step.status == "pending" and step.due_at is not None:
         line += f", due {timestamp(step.due_at)}"
     if step.settled_by and step.status in ("done", "skipped"):
-        line += f" by {mention_actor(step.settled_by)}"
+        line += f" by {person(step.settled_by)}"
     if step.attempts > 1:
         line += f" (attempt {step.attempts})"
     if step.last_error and step.status in ("failed", "pending"):
@@ -137,7 +170,7 @@ def status_embed(run: RunView) -> discord.Embed:
     )
     lines = [f"Status: **{run.status}** · Health: **{run.health}**"]
     if run.started_at is not None:
-        lines.append(f"Started {timestamp(run.started_at)} by {mention_actor(run.started_by)}")
+        lines.append(f"Started {timestamp(run.started_at)} by {person(run.started_by)}")
     else:
         lines.append(f"Scheduled for {timestamp(run.scheduled_for, 'f')} ({timestamp(run.scheduled_for)})")
     if run.ended_at is not None:
@@ -243,59 +276,72 @@ def _step_label(run: RunView | None, step_id: Any) -> str:
     return f"step {step_id}"
 
 
-# The run-log kinds ``log_line`` can word; every other kind is history staff need not be told.
-LOGGED_KINDS = frozenset({"run.status", "run.blocked", "run.degraded", "run.stalled", "run.recovered"})
+# The events ``log_line`` can word; every other kind is history staff need not be told.
+LOGGED_EVENTS: tuple[type[history.Event], ...] = (
+    history.RunStatusChanged,
+    history.RunBlocked,
+    history.RunDegraded,
+    history.RunStalled,
+    history.RunRecovered,
+)
 
 
-def _stalled_reason(detail: dict[str, Any], run: RunView | None) -> str:
-    if detail.get("reason") == "reclaimed":
-        step = _step_label(run, detail.get("step_id"))
-        return f"a runner died holding {step} {detail.get('reclaims')} times (is the bot crash-looping?)"
-    overdue = int(float(detail.get("overdue_seconds") or 0)) // 60
+def _stalled_reason(stalled: history.RunStalled, run: RunView | None) -> str:
+    if stalled.reason is history.StallReason.RECLAIMED:
+        step = _step_label(run, stalled.step_id)
+        return f"a runner died holding {step} {stalled.reclaims} times (is the bot crash-looping?)"
+    overdue = int(stalled.overdue_seconds or 0) // 60
     return f"nobody has advanced it for {overdue} minutes past when it was due"
 
 
-def log_line(entry: dict[str, Any], run: RunView | None) -> str | None:
+def log_line(entry: history.Entry, run: RunView | None) -> str | None:
     """One human line for the staff log, or ``None`` for history staff need not be told."""
-    kind = entry["kind"]
-    detail = entry.get("detail") or {}
-    run_id = int(entry["run_id"])
-    name = run_name(run.title, run.scope, run_id, run.rehearsal) if run else f"run {run_id}"
-    actor = mention_actor(entry.get("actor")) if entry.get("actor") else None
-    if kind == "run.blocked":
-        return f"⏳ {name} is waiting: run {detail.get('holder_run_id')} holds `{detail.get('key')}`"
-    if kind == "run.degraded":
-        return f"⚠️ {name} is degraded: {clip(str(detail.get('reason', '')), 300)}"
-    if kind == "run.stalled":
-        return f"🛑 {name} is stalled: {_stalled_reason(detail, run)}"
-    if kind == "run.recovered":
-        return f"▶️ {name} is moving again (health {detail.get('to', 'ok')})"
-    if kind != "run.status":
-        return None
-    to = detail.get("to")
-    control = detail.get("control")
-    if to == "starting":
-        by = run.started_by if run else None
-        who = "on schedule" if by in (None, "schedule") else f"by {mention_actor(by)}"
-        return f"▶️ {name} started {who}"
-    if to == "missed":
-        return f"⚠️ {name} was missed: it did not start within its grace window"
-    if to == "paused":
-        if detail.get("reason") == "step failed":
-            error = clip(str(detail.get("error", "")), 400)
-            return f"⏸️ {name} paused after {_step_label(run, entry.get('step_id'))} failed: {error}"
-        return f"⏸️ {name} paused by {actor or 'staff'}"
-    if to == "running" and detail.get("from") == "paused":
-        verb = "retried" if control == "retry" else "resumed"
-        return f"▶️ {name} {verb} by {actor or 'staff'}"
-    if to == "cancelled":
-        reason = clip(str(detail.get("reason", "")), 300)
-        return f"⏹️ {name} cancelled by {actor or 'staff'}: {reason}"
-    if to == "completed":
-        return f"✅ {name} completed"
-    if to == "failed":
-        error = clip(str(detail.get("error", "")), 400)
-        return f"❌ {name} failed at {_step_label(run, entry.get('step_id'))}: {error}"
+    name = run_name(run.title, run.scope, entry.run_id, run.rehearsal) if run else f"run {entry.run_id}"
+    match entry.event:
+        case history.RunBlocked(key=key, holder_run_id=holder):
+            return f"⏳ {name} is waiting: run {holder} holds `{key}`"
+        case history.RunDegraded(reason=reason):
+            return f"⚠️ {name} is degraded: {clip(reason, 300)}"
+        case history.RunStalled() as stalled:
+            return f"🛑 {name} is stalled: {_stalled_reason(stalled, run)}"
+        case history.RunRecovered(to=to):
+            return f"▶️ {name} is moving again (health {to})"
+        case history.RunStatusChanged() as moved:
+            return _status_line(moved, entry, run, name)
+    return None
+
+
+def _by_schedule(actor: object) -> bool:
+    """The tick starts scheduled runs as the actor named ``schedule`` (no person to mention)."""
+    return actor is None or getattr(actor, "name", actor) == "schedule"
+
+
+def _status_line(
+    moved: history.RunStatusChanged, entry: history.Entry, run: RunView | None, name: str
+) -> str | None:
+    actor = person(entry.actor) if entry.actor else "staff"
+    match moved.to:
+        case RunStatus.STARTING:
+            by = run.started_by if run else None
+            return f"▶️ {name} started {'on schedule' if _by_schedule(by) else f'by {person(by)}'}"
+        case RunStatus.MISSED:
+            return f"⚠️ {name} was missed: it did not start within its grace window"
+        case RunStatus.PAUSED if moved.control is None:
+            # No control paused it: a step's ``on_failure: pause`` did.
+            error = clip(moved.error or "", 400)
+            return f"⏸️ {name} paused after {_step_label(run, entry.step_id)} failed: {error}"
+        case RunStatus.PAUSED:
+            return f"⏸️ {name} paused by {actor}"
+        case RunStatus.RUNNING if moved.from_ is RunStatus.PAUSED:
+            verb = "retried" if moved.control == "retry" else "resumed"
+            return f"▶️ {name} {verb} by {actor}"
+        case RunStatus.CANCELLED:
+            return f"⏹️ {name} cancelled by {actor}: {clip(moved.reason or '', 300)}"
+        case RunStatus.COMPLETED:
+            return f"✅ {name} completed"
+        case RunStatus.FAILED:
+            error = clip(moved.error or "", 400)
+            return f"❌ {name} failed at {_step_label(run, entry.step_id)}: {error}"
     return None
 
 

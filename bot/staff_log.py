@@ -1,9 +1,10 @@
 """The staff log: run history, posted as it happens to the configured staff log channel.
 
-It reads the run log (``runner.views.log_after``) rather than listening to this process's own
-controls, so what it posts is what happened, whichever process (or the CLI) made it happen:
-started (by whom), blocked (by which run), missed, paused after a failure (step, error), resumed,
-cancelled (reason), completed, failed, degraded.
+It reads the run log through its one reader (``runner.views.log_after``, typed
+``runner.history.Entry`` lines) rather than listening to this process's own controls, so what it
+posts is what happened, whichever process (or the CLI) made it happen: started (by whom), blocked
+(by which run), missed, paused after a failure (step, error), resumed, cancelled (reason),
+completed, failed, degraded, stalled.
 
 Where it starts, and who posts (the choices where the issue is silent):
 
@@ -19,15 +20,16 @@ Where it starts, and who posts (the choices where the issue is silent):
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
 
 import discord
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.errors import DATABASE_ERRORS
-from bot.rendering import LOGGED_KINDS, batch_lines, log_line
+from bot.rendering import LOGGED_EVENTS, batch_lines, log_line
 from bot.ticker import WakeableLoop
 from runner.catalog import VersionCache
+from runner.history import Entry
 from runner.views import RunView, latest_log_id, log_after, run_view
 from wiring.config import Config
 
@@ -101,7 +103,7 @@ class StaffLog:
         channel = self.bot.get_channel(self.channel_id) if self.channel_id else None
         if channel is None:
             # Not this process's guild (or the channel is gone): another process posts, or no one.
-            self.cursor = int(entries[-1]["id"])
+            self.cursor = entries[-1].id
             return interval
         try:
             lines = await self._lines(entries)
@@ -115,27 +117,25 @@ class StaffLog:
                 # The history is in the database; a post Discord refused is not worth a retry loop.
                 log.warning("staff log: could not post in channel %s: %s", self.channel_id, exc)
                 break
-        self.cursor = int(entries[-1]["id"])
+        self.cursor = entries[-1].id
         return 0.0 if len(entries) >= 100 else interval
 
-    async def _lines(self, entries: list[dict[str, Any]]) -> list[str]:
+    async def _lines(self, entries: Sequence[Entry]) -> list[str]:
         """One line per entry staff should see. One run that cannot be read or rendered costs
         only its own detail (its lines name it by id), logged once, never the other runs' lines:
         the cursor must move past it, or nothing would ever be posted again."""
         runs: dict[int, RunView | None] = {}
         lines = []
         for entry in entries:
-            if entry["kind"] not in LOGGED_KINDS:
+            if not isinstance(entry.event, LOGGED_EVENTS):
                 continue  # not worth reading its run for (a 500-scope start writes 500 of these)
-            run_id = int(entry["run_id"])
+            run_id = entry.run_id
             if run_id not in runs:
                 runs[run_id] = await self._run(run_id)
             try:
                 line = log_line(entry, runs[run_id])
             except Exception:
-                self._log_once(
-                    run_id, "staff log: cannot render log line %s of run %s", entry.get("id"), run_id
-                )
+                self._log_once(run_id, "staff log: cannot render log line %s of run %s", entry.id, run_id)
                 line = log_line(entry, None)
             if line is not None:
                 lines.append(line)

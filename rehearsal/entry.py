@@ -22,6 +22,7 @@ from runner.definitions import load_file
 from runner.errors import DefinitionError
 from runner.migrate import upgrade
 from wiring.config import Config
+from wiring.control_text import control_text
 from wiring.services import assemble
 
 
@@ -121,9 +122,9 @@ async def resume_rehearsals(
         last_log_ids: dict[int, int] = {}
         start = utcnow().replace(microsecond=0)
         for run in busy:
-            for line in await views.log_for_run(engine, run.id):
-                last_log_ids[run.id] = max(last_log_ids.get(run.id, 0), int(line["id"]))
-                start = max(start, line["at"])
+            for entry in await views.log_for_run(engine, run.id):
+                last_log_ids[run.id] = max(last_log_ids.get(run.id, 0), entry.id)
+                start = max(start, entry.at)
         # The interrupted rehearsal's virtual clock may have run days ahead of real time: carry
         # on from where it got to, so the runs' history never goes back in time.
         clock = ManualClock(start)
@@ -177,13 +178,14 @@ async def cancel_rehearsals(
     for run in rehearsals:
         result = await controls.cancel(run.id, reason=reason, actor=CANCEL_ACTOR)
         failed += not result.ok
+        said = control_text(result)
         console.emit(
             "status" if result.ok else "error",
-            f"{run_label(run.id, run.scope)}: {'cancelled' if result.ok else result.message}",
+            f"{run_label(run.id, run.scope)}: {'cancelled' if result.ok else said}",
             run_id=run.id,
             scope=run.scope,
             to="cancelled" if result.ok else None,
-            message=result.message,
+            message=said,
         )
     if len(busy) > len(rehearsals):
         console.note(f"left {len(busy) - len(rehearsals)} live run(s) alone")

@@ -17,7 +17,9 @@ from runner import catalog, views
 from runner.clock import ManualClock
 from runner.definitions import EventDefinition
 from runner.engine import RunnerSettings
+from runner.history import Entry
 from runner.schema import RUN_TERMINAL
+from wiring.control_text import control_text
 from wiring.services import Services
 
 CueMode = Literal["ask", "confirm", "skip"]
@@ -91,15 +93,14 @@ class Rehearsal:
         started = await services.controls.start(
             self.definition.key, scope=self.options.scope, actor=ACTOR, rehearsal=True
         )
+        said = control_text(started)
         if not started.ok:
-            self.console.emit(
-                "error", f"cannot start the rehearsal: {started.message}", message=started.message
-            )
+            self.console.emit("error", f"cannot start the rehearsal: {said}", message=said)
             return 1
         self.run_ids = list(started.run_ids)
         verb = "published" if published.changed else "already published as"
         self.console.note(
-            f"{verb} {published.key} v{published.version}; {started.message}; "
+            f"{verb} {published.key} v{published.version}; {said}; "
             f"cues: {self.options.cues}; waits: {self._pace()}"
         )
         self.console.note("")
@@ -126,7 +127,8 @@ class Rehearsal:
             if run.status == "paused":
                 result = await self.services.controls.resume(run.id, actor=ACTOR)
                 if not result.ok:
-                    self.console.emit("error", result.message, message=result.message, run_id=run.id)
+                    said = control_text(result)
+                    self.console.emit("error", said, message=said, run_id=run.id)
         await self._refresh()
         try:
             await self._drive()
@@ -208,9 +210,8 @@ class Rehearsal:
         else:
             result = await controls.skip(step.id, actor=ACTOR)
         if not result.ok:
-            self.console.emit(
-                "error", f"{run_label(view.id, view.scope)}: {result.message}", message=result.message
-            )
+            said = control_text(result)
+            self.console.emit("error", f"{run_label(view.id, view.scope)}: {said}", message=said)
 
     async def _ask(self, view: views.RunView, step: views.StepView) -> CueMode:
         prompt = f"GM for {run_label(view.id, view.scope)}, cue {step.label!r}: [c]onfirm, [s]kip or [q]uit? "
@@ -240,20 +241,20 @@ class Rehearsal:
         """Re-read each run, then print the run-log lines written since the last look, in the
         order they were written."""
         engine = self.services.engine
-        fresh: list[tuple[int, dict[str, Any]]] = []
+        fresh: list[tuple[int, Entry]] = []
         for run_id in self.run_ids:
             view = await views.run_view(engine, run_id, self.services.versions)
             assert view is not None
             self._views[run_id] = view
             last = self._last_log_id.get(run_id, 0)
-            for line in await views.log_for_run(engine, run_id):
-                if int(line["id"]) > last:
-                    fresh.append((run_id, line))
-                    self._last_log_id[run_id] = int(line["id"])
-        for run_id, line in sorted(fresh, key=lambda item: int(item[1]["id"])):
-            if line["step_id"] is not None:
-                self.console.release(int(line["step_id"]))
-            transcript.show_line(self.console, self._views[run_id], line)
+            for entry in await views.log_for_run(engine, run_id):
+                if entry.id > last:
+                    fresh.append((run_id, entry))
+                    self._last_log_id[run_id] = entry.id
+        for run_id, entry in sorted(fresh, key=lambda item: item[1].id):
+            if entry.step_id is not None:
+                self.console.release(entry.step_id)
+            transcript.show_line(self.console, self._views[run_id], entry)
         self.console.release()
 
     async def _finish(self) -> int:

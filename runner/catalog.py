@@ -16,10 +16,10 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import definitions as defs
+from runner import history
 from runner.definitions import REHEARSAL_KEY_PREFIX, EventDefinition
 from runner.errors import UnknownDefinition, UnreadableDefinition
 from runner.sql import definitions as definitions_sql
-from runner.sql import run_log
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
 
@@ -163,7 +163,7 @@ async def create_run(
     scheduled_for: dt.datetime,
     now: dt.datetime,
     *,
-    actor: str | None = None,
+    actor: history.Actor | str | None = None,
     rehearsal: bool = False,
 ) -> int | None:
     """One occurrence with its first phase's steps; ``None`` if the occurrence already exists."""
@@ -181,27 +181,32 @@ async def create_run(
         concurrency_key=key,
         now=now,
         rehearsal=rehearsal,
-        started_by=actor,
+        started_by=stored_name(actor),
     )
     if run_id is None:
         return None
     first = definition.phases[0]
     await steps_sql.materialise_phase(conn, run_id, first.key, phase_step_specs(first), now)
-    await run_log.write(
-        conn,
-        run_id,
-        "run.created",
-        now,
-        actor=actor,
-        detail={
-            "definition": definition.key,
-            "version_id": current_definition.version_id,
-            "scope": scope,
-            "scheduled_for": scheduled_for.isoformat(),
-            "rehearsal": rehearsal,
-        },
+    created = history.RunCreated(
+        definition=definition.key,
+        version_id=current_definition.version_id,
+        scope=scope,
+        scheduled_for=scheduled_for,
+        rehearsal=rehearsal,
     )
+    await history.record(conn, run_id, created, now, actor=as_actor(actor))
     return run_id
+
+
+def as_actor(actor: history.Actor | str | None) -> history.Actor | None:
+    """Who acted, as the history keeps it. A bare string is a name with no id (the schedule, the
+    command line, a rehearsal, a script): nothing ever parses one for an id."""
+    return history.Actor(None, actor) if isinstance(actor, str) else actor
+
+
+def stored_name(actor: history.Actor | str | None) -> str | None:
+    """The name the runs table keeps in ``started_by``."""
+    return actor.name if isinstance(actor, history.Actor) else actor
 
 
 def phase_step_specs(phase: defs.PhaseDefinition) -> list[steps_sql.StepSpec]:

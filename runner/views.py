@@ -13,14 +13,16 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from runner import catalog, schedule
+from runner import catalog, history, schedule
+from runner.answers import settled_by
 from runner.definitions import EventDefinition
 from runner.errors import UnreadableDefinition
-from runner.schema import RUN_IN_FLIGHT
+from runner.history import Actor
 from runner.sql import definitions as definitions_sql
 from runner.sql import run_log
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
+from runner.states import RUN_IN_FLIGHT, STEP_OPEN, StepStatus
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class StepView:
     due_at: dt.datetime | None
     attempts: int
     last_error: str | None
-    settled_by: str | None
+    settled_by: Actor | None
     result: dict[str, Any] | None
 
 
@@ -74,7 +76,8 @@ class RunView:
     scheduled_for: dt.datetime
     started_at: dt.datetime | None
     ended_at: dt.datetime | None
-    started_by: str | None
+    # Who started it by hand (the schedule is an actor too, named ``schedule``).
+    started_by: Actor | None
     last_error: str | None
     version_id: int
     phases: list[PhaseView] = field(default_factory=list)
@@ -87,9 +90,7 @@ class RunView:
         return self.status in RUN_IN_FLIGHT
 
     def open_steps(self) -> list[StepView]:
-        return [
-            s for p in self.phases for s in p.steps if s.id is not None and s.status in ("pending", "running")
-        ]
+        return [s for p in self.phases for s in p.steps if s.id is not None and s.status in STEP_OPEN]
 
 
 def _label(step_label: str | None, action_id: str) -> str:
@@ -146,11 +147,11 @@ async def run_view(engine: AsyncEngine, run_id: int, versions: catalog.VersionCa
                     label=_label(row["label"], row["action_id"]),
                     action_id=row["action_id"],
                     status=row["status"],
-                    parked=row["status"] == "running" and row["claim_expires_at"] is None,
+                    parked=row["status"] == StepStatus.RUNNING and row["claim_expires_at"] is None,
                     due_at=row["due_at"],
                     attempts=int(row["attempts"]),
                     last_error=row["last_error"],
-                    settled_by=row["settled_by"],
+                    settled_by=settled_by(row),
                     result=row["result"],
                 )
             )
@@ -171,7 +172,7 @@ async def run_view(engine: AsyncEngine, run_id: int, versions: catalog.VersionCa
         scheduled_for=run["scheduled_for"],
         started_at=run["started_at"],
         ended_at=run["ended_at"],
-        started_by=run["started_by"],
+        started_by=catalog.as_actor(run["started_by"]),
         last_error=run["last_error"],
         version_id=int(run["version_id"]),
         phases=phases,
@@ -217,7 +218,9 @@ async def list_runs(
 ) -> list[RunSummary]:
     versions = versions or catalog.VersionCache()
     async with engine.connect() as conn:
-        rows = await runs_sql.list_runs(conn, statuses=RUN_IN_FLIGHT if in_flight_only else None, limit=limit)
+        rows = await runs_sql.list_runs(
+            conn, statuses=sorted(RUN_IN_FLIGHT) if in_flight_only else None, limit=limit
+        )
         unreadable = await _unreadable_versions(conn, versions, {int(r["version_id"]) for r in rows})
     return [
         RunSummary(
@@ -296,9 +299,10 @@ async def list_definitions(
     return summaries
 
 
-async def log_for_run(engine: AsyncEngine, run_id: int) -> list[dict[str, Any]]:
+async def log_for_run(engine: AsyncEngine, run_id: int) -> Sequence[history.Entry]:
+    """A run's history, oldest first, as typed entries (the one reader, ``runner.history``)."""
     async with engine.connect() as conn:
-        return [dict(r) for r in await run_log.for_run(conn, run_id)]
+        return await history.entries_for_run(conn, run_id)
 
 
 def step_describer(
@@ -369,7 +373,7 @@ async def latest_log_id(engine: AsyncEngine) -> int:
         return await run_log.latest_id(conn)
 
 
-async def log_after(engine: AsyncEngine, last_id: int, *, limit: int = 100) -> list[dict[str, Any]]:
+async def log_after(engine: AsyncEngine, last_id: int, *, limit: int = 100) -> Sequence[history.Entry]:
     """Run-log lines written after ``last_id``, oldest first (the staff-log poster's feed)."""
     async with engine.connect() as conn:
-        return [dict(r) for r in await run_log.after(conn, last_id, limit)]
+        return await history.entries_after(conn, last_id, limit)

@@ -24,10 +24,10 @@ from actions import limits
 from bot import rendering
 from bot.cues import mark_settled, settled_text
 from bot.errors import BotError, reply_to_error, send_ephemeral
-from bot.permissions import actor_label, mention_actors, refusal
+from bot.permissions import actor_label, refusal
 from bot.starting import check_start, confirmed_scope
 from runner import views
-from runner.controls import ControlResult
+from runner.controls import Control, ControlResult, Reason
 
 if TYPE_CHECKING:
     from bot.app import EventBot
@@ -39,28 +39,6 @@ READ = {"capability": "staff"}
 MAX_CHOICES = 25
 # Discord's limit on an autocomplete choice's name and on its value.
 CHOICE_MAX = 100
-
-
-def answer(result: ControlResult) -> str:
-    text = mention_actors(result.message)
-    return rendering.clip(f"✅ {text}" if result.ok else f"Nothing changed: {text}.", limits.CONTENT_MAX)
-
-
-def start_answer(result: ControlResult) -> str:
-    """A start's answer; one that started many scopes lists its runs as far as they fit."""
-    # The last ": runs " is where the list begins (a title may contain the words too).
-    head, found, _ = result.message.rpartition(": runs ")
-    if result.ok and len(result.run_ids) > 1 and found:
-        return rendering.fit_list(f"✅ {mention_actors(head)}: runs ", [str(r) for r in result.run_ids])
-    return answer(result)
-
-
-def no_such_scope(key: str, scope: str, scopes: Sequence[str]) -> str:
-    """The refusal of a scope the event does not have, naming as many of its scopes as fit."""
-    head = f"Nothing changed: {key} has no scope {rendering.clip(scope, 100)!r}; its scopes are: "
-    if not any(scopes):
-        return f"{head}none (leave the scope empty)."
-    return rendering.fit_list(head, [s for s in scopes if s], tail=".", item_max=100)
 
 
 def scope_value(scope: str) -> str:
@@ -124,7 +102,15 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         scopes = current.definition.run_scopes()
         scope = resolve_scope(scope, scopes)
         if scope is not None and scope not in scopes:
-            await reply(interaction, no_such_scope(key, scope, scopes))
+            refused = ControlResult(
+                False,
+                Control.START,
+                Reason.NO_SUCH_SCOPE,
+                definition_key=key,
+                scope=scope,
+                scopes=tuple(scopes),
+            )
+            await reply(interaction, rendering.control_answer(refused))
             return
         check = await check_start(
             services, self.bot.config, self.bot.delivery, key, scope, rehearsal=rehearsal
@@ -140,7 +126,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
             key, scope=scope, actor=actor_label(interaction.user), rehearsal=rehearsal
         )
         self.bot.nudge()
-        await reply(interaction, start_answer(result))
+        await reply(interaction, rendering.control_answer(result))
 
     @start.autocomplete("definition")
     @rehearse.autocomplete("definition")
@@ -232,7 +218,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
     ) -> None:
         if result.ok:
             self.bot.nudge()
-        text = answer(result)
+        text = rendering.control_answer(result)
         if edited:
             text += f" ({edited} cue message{'s' if edited > 1 else ''} updated)"
         await reply(interaction, text)
@@ -365,7 +351,7 @@ class StartAnyway(discord.ui.DynamicItem[discord.ui.Button], template=START_TEMP
             self.key, scope=scope, actor=actor_label(interaction.user), rehearsal=rehearsal
         )
         bot.nudge()
-        await interaction.followup.send(start_answer(result), ephemeral=True)
+        await interaction.followup.send(rendering.control_answer(result), ephemeral=True)
 
 
 async def setup(bot: EventBot) -> None:

@@ -317,7 +317,7 @@ def test_defect_15_an_interrupted_rehearsal_is_carried_on_with_resume(
     assert [run.status for run in on_database(url, lambda e: views.list_runs(e))] == ["completed"]
     # The first rehearsal's virtual clock had run ten minutes ahead; carrying on from real time
     # would write the cue's confirmation before the cue was posted.
-    moments = [line["at"] for line in on_database(url, lambda e: views.log_for_run(e, 1))]
+    moments = [entry.at for entry in on_database(url, lambda e: views.log_for_run(e, 1))]
     assert moments == sorted(moments), "the run's history goes back in time"
     assert cli("rehearse", TREASURE, "--database", url, "--cues", "confirm").code == 0
 

@@ -26,6 +26,7 @@ from runner.errors import DefinitionError
 from runner.registry import Envelope
 from runner.schema import runs
 from tests.support.world import T0
+from wiring.control_text import control_text as said
 
 REGISTRY = validation_registry()
 
@@ -116,7 +117,7 @@ async def test_a_control_given_an_id_past_64_bits_answers_no_such_run(
         result = await controls.cancel(huge, reason="r", actor=None)
     else:
         result = await getattr(controls, control)(huge, actor=None)
-    assert not result.ok and "no such" in result.message
+    assert not result.ok and "no such" in said(result)
 
 
 def test_scopes_that_differ_only_in_letter_case_are_refused_when_validated() -> None:

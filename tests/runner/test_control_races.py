@@ -19,6 +19,7 @@ import pytest
 
 from runner.controls import ControlResult, Controls
 from tests.support.world import T0, World, later, phase, step
+from wiring.control_text import control_text as said
 
 ROUNDS = 12
 
@@ -78,7 +79,7 @@ def check_agreement(answers: dict[str, ControlResult], run: Any, target: Any, ki
     other control rightly came after it), and a refused one changed nothing and says why."""
     ok = {name: result.ok for name, result in answers.items()}
     for name, result in answers.items():
-        assert result.message, f"{name} answered without saying why"
+        assert said(result), f"{name} answered without saying why"
     if "cancel" in ok:
         assert ok["cancel"], "a run in flight can always be cancelled, whoever else pressed"
         assert run["status"] == "cancelled"
@@ -91,12 +92,12 @@ def check_agreement(answers: dict[str, ControlResult], run: Any, target: Any, ki
         else:
             # Only a cancel that came first can take a parked cue from a GM.
             assert "cancel" in ok and target["status"] == "cancelled", (answers, target["status"])
-            assert "cancelled" in answers[settle].message, answers
+            assert "cancelled" in said(answers[settle]), answers
     if "pause" in ok:
         assert ok["pause"] and run["status"] == "paused", (answers, run["status"])
     if "resume" in ok:
         if "cancel" in ok:
-            assert ok["resume"] or "cancelled" in answers["resume"].message, answers
+            assert ok["resume"] or "cancelled" in said(answers["resume"]), answers
         elif "retry" in ok:
             # Both set the run going; the one that comes second may find it running already.
             assert (ok["resume"] or ok["retry"]) and run["status"] == "running", (answers, run["status"])

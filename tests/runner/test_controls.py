@@ -7,7 +7,10 @@ import pytest
 
 from runner import catalog
 from runner import definitions as defs
+from runner.answers import Control, Reason
+from runner.history import Actor
 from tests.support.world import T0, World, later, phase, step
+from wiring.control_text import control_text as said
 
 
 @pytest.fixture
@@ -35,7 +38,7 @@ async def test_confirm_settles_a_parked_cue_logs_the_actor_and_the_run_carries_o
     cue = (await world.steps_of(run_id))[0]
 
     result = await world.controls.confirm(cue["id"], actor="gm:ana", note="gate opened")
-    assert result.ok and result.message == "confirmed"
+    assert result.ok and said(result) == "confirmed"
     line = (await world.log(run_id))[-1]
     assert (line["kind"], line["actor"]) == ("step.confirmed", "gm:ana")
 
@@ -53,7 +56,12 @@ async def test_a_second_confirm_is_told_already_confirmed_and_changes_nothing(cu
 
     again = await world.controls.confirm(cue["id"], actor="gm:bob")
     assert not again.ok
-    assert again.message == "already confirmed by gm:ana"
+    assert (again.reason, again.by, again.step_id) == (
+        Reason.ALREADY_CONFIRMED,
+        Actor(None, "gm:ana"),
+        cue["id"],
+    )
+    assert said(again) == "already confirmed by gm:ana"
     assert await snapshot(world, run_id) == before
 
 
@@ -63,8 +71,8 @@ async def test_confirm_refuses_a_step_that_is_not_parked(cue_world: World) -> No
     await world.tick(T0)
     pending = (await world.steps_of(run_id))[1]
     result = await world.controls.confirm(pending["id"], actor="gm")
-    assert (result.ok, result.message) == (False, "that step has not been reached yet")
-    assert (await world.controls.confirm(999_999, actor="gm")).message == "no such step: 999999"
+    assert (result.ok, said(result)) == (False, "that step has not been reached yet")
+    assert said(await world.controls.confirm(999_999, actor="gm")) == "no such step: 999999"
 
 
 async def test_a_confirm_on_a_cue_of_a_paused_run_settles_it_but_does_not_advance_until_resumed(
@@ -77,7 +85,7 @@ async def test_a_confirm_on_a_cue_of_a_paused_run_settles_it_but_does_not_advanc
     assert (await world.controls.pause(run_id, actor="mod")).ok
 
     result = await world.controls.confirm(cue["id"], actor="gm")
-    assert result.ok and "paused" in result.message
+    assert result.ok and "paused" in said(result)
     await world.tick(later(1000))
     assert [s["status"] for s in await world.steps_of(run_id)] == ["done", "pending"]
 
@@ -93,7 +101,11 @@ async def test_pause_is_a_cas_from_running_and_a_second_pause_says_so(cue_world:
     assert (await world.controls.pause(run_id, actor="mod")).ok
     before = await snapshot(world, run_id)
     again = await world.controls.pause(run_id, actor="mod2")
-    assert (again.ok, again.message) == (False, "the run is already paused")
+    assert (again.ok, again.reason, said(again)) == (
+        False,
+        Reason.ALREADY_PAUSED,
+        "the run is already paused",
+    )
     assert await snapshot(world, run_id) == before
     line = [entry for entry in await world.log(run_id) if entry["kind"] == "run.status"][-1]
     assert (line["actor"], line["detail"]["to"]) == ("mod", "paused")
@@ -101,10 +113,10 @@ async def test_pause_is_a_cas_from_running_and_a_second_pause_says_so(cue_world:
 
 async def test_controls_on_a_run_that_does_not_exist_say_no_such_run(cue_world: World) -> None:
     controls = cue_world.controls
-    assert (await controls.pause(404)).message == "cannot pause: no such run: 404"
-    assert (await controls.resume(404)).message == "cannot resume: no such run: 404"
-    assert (await controls.cancel(404, reason="x")).message == "cannot cancel: no such run: 404"
-    assert (await controls.retry(404)).message == "cannot retry: no such run: 404"
+    assert said(await controls.pause(404)) == "cannot pause: no such run: 404"
+    assert said(await controls.resume(404)) == "cannot resume: no such run: 404"
+    assert said(await controls.cancel(404, reason="x")) == "cannot cancel: no such run: 404"
+    assert said(await controls.retry(404)) == "cannot retry: no such run: 404"
 
 
 async def test_resume_carries_a_run_paused_after_a_failed_step_on_past_it(cue_world: World) -> None:
@@ -120,7 +132,9 @@ async def test_resume_carries_a_run_paused_after_a_failed_step_on_past_it(cue_wo
     await world.tick(later(1))
     assert [s["status"] for s in await world.steps_of(run_id)] == ["failed", "done"]
     assert (await world.run(run_id))["status"] == "completed"
-    assert (await world.controls.resume(run_id)).message == "cannot resume: the run has already completed"
+    ended = await world.controls.resume(run_id)
+    assert (ended.control, ended.reason, ended.run_status) == (Control.RESUME, Reason.RUN_ENDED, "completed")
+    assert said(ended) == "cannot resume: the run has already completed"
 
 
 async def test_retry_requeues_the_failed_step_with_fresh_attempts_and_sets_the_run_going(
@@ -151,7 +165,7 @@ async def test_retry_is_offered_only_when_the_furthest_started_step_failed(cue_w
     assert [s["status"] for s in await world.steps_of(run_id)] == ["failed", "running"]
     before = await snapshot(world, run_id)
     result = await world.controls.retry(run_id, actor="mod")
-    assert (result.ok, result.message) == (
+    assert (result.ok, said(result)) == (
         False,
         "nothing to retry: the run has not stopped at a failed step",
     )
@@ -164,7 +178,7 @@ async def test_cancel_needs_a_reason_and_cancels_pending_steps_and_parked_cues(c
     await world.tick(T0)
     before = await snapshot(world, run_id)
     refused = await world.controls.cancel(run_id, reason="  ", actor="mod")
-    assert not refused.ok and "reason" in refused.message
+    assert not refused.ok and "reason" in said(refused)
     assert await snapshot(world, run_id) == before
 
     result = await world.controls.cancel(run_id, reason="server restart", actor="mod")
@@ -179,10 +193,9 @@ async def test_cancel_needs_a_reason_and_cancels_pending_steps_and_parked_cues(c
 
     cue = (await world.steps_of(run_id))[0]
     late = await world.controls.confirm(cue["id"], actor="gm")
-    assert (late.ok, late.message) == (False, "the run was cancelled, so this step was cancelled")
-    assert (
-        await world.controls.cancel(run_id, reason="again")
-    ).message == "cannot cancel: the run was cancelled"
+    assert (late.ok, late.reason, late.run_status) == (False, Reason.STEP_CANCELLED, "cancelled")
+    assert said(late) == "the run was cancelled, so this step was cancelled"
+    assert said(await world.controls.cancel(run_id, reason="again")) == "cannot cancel: the run was cancelled"
 
 
 async def test_cancel_leaves_a_step_being_dispatched_alone(cue_world: World) -> None:
@@ -203,9 +216,9 @@ async def test_skip_settles_a_pending_step_or_a_parked_cue_but_not_a_failed_one(
     assert (await world.controls.skip(third["id"], actor="mod", run_id=run_id)).ok
     assert (await world.controls.skip(cue["id"], actor="gm")).ok
     again = await world.controls.skip(cue["id"], actor="gm2")
-    assert (again.ok, again.message) == (False, "already skipped by gm")
+    assert (again.ok, said(again)) == (False, "already skipped by gm")
     wrong_run = await world.controls.skip(second["id"], actor="mod", run_id=run_id + 1000)
-    assert not wrong_run.ok and "no such step" in wrong_run.message
+    assert not wrong_run.ok and "no such step" in said(wrong_run)
     await world.tick(later(1))
     assert [s["status"] for s in await world.steps_of(run_id)] == ["skipped", "done", "skipped"]
     assert (await world.run(run_id))["status"] == "completed"
@@ -217,7 +230,7 @@ async def test_skip_refuses_a_failed_step(cue_world: World) -> None:
     await world.tick(T0)
     bad = (await world.steps_of(run_id))[0]
     result = await world.controls.skip(bad["id"], actor="mod")
-    assert (result.ok, result.message) == (
+    assert (result.ok, said(result)) == (
         False,
         "that step failed; use retry, or resume to carry on past it",
     )
@@ -243,11 +256,11 @@ async def test_start_creates_one_run_per_scope_and_refuses_a_second_start_in_fli
         "invasion:Oak",
     ]
     again = await world.controls.start("invasion", scope="Yew", actor="mod")
-    assert not again.ok and "already in flight" in again.message
+    assert not again.ok and "already in flight" in said(again)
     unknown = await world.controls.start("invasion", scope="Elm", actor="mod")
-    assert not unknown.ok and "Yew, Oak" in unknown.message
+    assert not unknown.ok and "Yew, Oak" in said(unknown)
     missing = await world.controls.start("nope", actor="mod")
-    assert (missing.ok, missing.message) == (False, "no published event is called 'nope'")
+    assert (missing.ok, said(missing)) == (False, "no published event is called 'nope'")
     rehearsal = await world.controls.start("invasion", scope="Yew", actor="mod", rehearsal=True)
     assert rehearsal.ok
     run = await world.run(rehearsal.run_id)

@@ -20,6 +20,7 @@ from runner.engine import Runner
 from runner.schedule import MAX_OCCURRENCES_PER_PASS
 from runner.schema import definitions, runs
 from tests.support.world import T0, World, later, phase, step
+from wiring.control_text import control_text as said
 
 MINUTE = dt.timedelta(minutes=1)
 
@@ -249,7 +250,7 @@ async def test_defect_02_cancel_during_cue_post_closes_the_cue(world: World) -> 
     for verb in ("confirm", "skip"):
         refused = await world.controls.settle_cue(cue["id"], verb, actor="gm")
         assert not refused.ok, verb
-        assert "the run was cancelled" in refused.message
+        assert "the run was cancelled" in said(refused)
     assert (await world.steps_of(run_id))[0]["status"] == "cancelled", "a refused press changes nothing"
 
 
@@ -302,7 +303,7 @@ async def test_defect_02_a_confirm_of_a_cue_left_parked_on_an_ended_run_changes_
         await world.controls.skip(cue["id"], actor="gm"),
     ):
         assert not refused.ok
-        assert "the run was cancelled" in refused.message
+        assert "the run was cancelled" in said(refused)
     assert (await world.steps_of(run_id))[0]["status"] == "running", "nothing changed"
 
 
@@ -320,7 +321,7 @@ async def test_defect_02_a_cue_posted_while_its_run_was_paused_still_parks(world
     (cue,) = await world.steps_of(run_id)
     assert (cue["status"], cue["claim_expires_at"]) == ("running", None)
     confirmed = await world.controls.confirm(cue["id"], actor="gm")
-    assert confirmed.ok and "paused" in confirmed.message
+    assert confirmed.ok and "paused" in said(confirmed)
 
 
 # ── Defect 14: a completed run still says it is waiting on a concurrency key ──
@@ -383,4 +384,4 @@ async def test_defect_16_a_cue_button_refuses_a_step_that_is_not_a_posted_cue(wo
 
     assert (await world.controls.settle_cue(cue["id"], "skip", actor="gm")).ok, "the posted cue itself may"
     again = await world.controls.settle_cue(cue["id"], "confirm", actor="gm")
-    assert not again.ok and again.message == "already skipped by gm", "an earlier cue is told what happened"
+    assert not again.ok and said(again) == "already skipped by gm", "an earlier cue is told what happened"

@@ -1,0 +1,215 @@
+"""What a control answers: a reason code and the facts behind it, never prose.
+
+The controls decide; the front ends word. A ``ControlResult`` says which control answered, what
+happened (``Reason``) and the structured facts a front end needs to say it in its own medium (the
+run's status, who settled a step, which runs were started). The Discord front end renders it in
+``bot.rendering``, the rehearsal and the command line in plain text; nothing has to pull a fact
+back out of a sentence.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from runner.history import Actor
+from runner.states import RUN_TERMINAL, STEP_OPEN, StepStatus
+
+
+class Control(enum.StrEnum):
+    """The control that answered (front ends say "cannot pause: …")."""
+
+    START = "start"
+    PAUSE = "pause"
+    RESUME = "resume"
+    CANCEL = "cancel"
+    RETRY = "retry"
+    CONFIRM = "confirm"
+    SKIP = "skip"
+
+
+class Reason(enum.StrEnum):
+    """What happened. The first group are answers of a control that acted (``ok``)."""
+
+    STARTED = "started"
+    PAUSED = "paused"
+    RESUMED = "resumed"
+    CANCELLED = "cancelled"
+    RETRYING = "retrying"
+    CONFIRMED = "confirmed"
+    SKIPPED = "skipped"
+
+    # ── refusals: nothing changed ──
+    NO_SUCH_RUN = "no_such_run"
+    NO_SUCH_STEP = "no_such_step"
+    # ``run_status`` says which ended status (completed, cancelled, failed, missed).
+    RUN_ENDED = "run_ended"
+    # The run is in flight but not in the status this control acts from (``run_status``).
+    WRONG_RUN_STATUS = "wrong_run_status"
+    ALREADY_PAUSED = "already_paused"
+    UNKNOWN_DEFINITION = "unknown_definition"
+    NO_SUCH_SCOPE = "no_such_scope"
+    ALREADY_IN_FLIGHT = "already_in_flight"
+    NOTHING_STARTED = "nothing_started"
+    REASON_REQUIRED = "reason_required"
+    NOTHING_TO_RETRY = "nothing_to_retry"
+    NO_LONGER_FAILED = "no_longer_failed"
+    RACED = "raced"
+    NOT_A_CUE_VERB = "not_a_cue_verb"
+    NOT_A_CUE = "not_a_cue"
+    OTHER_CUE_MESSAGE = "other_cue_message"
+    # A step left open on a run that ended (``run_status``): the run is the reason.
+    STEP_OF_ENDED_RUN = "step_of_ended_run"
+    ALREADY_CONFIRMED = "already_confirmed"
+    # Done by its action, not by a person: there is nobody to name.
+    ALREADY_DONE = "already_done"
+    ALREADY_SKIPPED = "already_skipped"
+    # ``run_status`` is set when the step was cancelled because its run ended.
+    STEP_CANCELLED = "step_cancelled"
+    STEP_FAILED = "step_failed"
+    STEP_IN_PROGRESS = "step_in_progress"
+    STEP_NOT_REACHED = "step_not_reached"
+    WRONG_STEP_STATUS = "wrong_step_status"
+
+
+@dataclass(frozen=True)
+class CueRef:
+    """Where a cue was posted, so a front end can bring its message up to date."""
+
+    step_id: int
+    run_id: int
+    status: str
+    result: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class ControlResult:
+    """One control's answer. Only the fields its ``reason`` needs are set."""
+
+    ok: bool
+    control: Control
+    reason: Reason
+    run_id: int | None = None
+    step_id: int | None = None
+    run_ids: tuple[int, ...] = ()
+    cues: tuple[CueRef, ...] = field(default_factory=tuple)
+    # The run's status: why it was refused, or (confirm, skip) what it is after acting.
+    run_status: str | None = None
+    step_status: str | None = None
+    # Who settled the step already (already_confirmed, already_skipped).
+    by: Actor | None = None
+    definition_key: str | None = None
+    title: str | None = None
+    rehearsal: bool = False
+    scope: str | None = None
+    scopes: tuple[str, ...] = ()
+    # (scope, run id) of each run already in flight (already_in_flight).
+    busy: tuple[tuple[str, int], ...] = ()
+    # The retried step's label, the cancel's reason, the verb a cue was pressed with.
+    label: str | None = None
+    cancel_reason: str | None = None
+    verb: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    @property
+    def message(self) -> str:
+        """The code and its facts, for logs and assertion messages (``pause: run_ended
+        run_id=4 run_status=cancelled``); front ends render words from the fields instead."""
+        facts = [
+            f"{f.name}={value!r}" if isinstance(value, str) else f"{f.name}={value}"
+            for f in fields(self)
+            if f.name not in ("ok", "control", "reason", "cues")
+            and (value := getattr(self, f.name)) not in (None, (), False)
+        ]
+        return " ".join([f"{self.control}: {self.reason}", *facts])
+
+
+# ── Why a control refused, decided from the rows it read ──────────────────
+
+# The action whose steps carry Confirm / Skip buttons. A button names its step by id in a custom
+# id; ``settle_cue`` refuses any step of another action, so a forged id cannot skip an
+# announcement that has not gone out.
+CUE_ACTION = "gm.cue"
+
+
+def _posted_message(step: Any) -> str | None:
+    """The message id a cue step's action answered it was posted as, if it says."""
+    result = step["result"]
+    posted = result.get("posted") if isinstance(result, dict) else None
+    message_id = posted.get("message_id") if isinstance(posted, dict) else None
+    return str(message_id) if message_id is not None else None
+
+
+def not_this_cue(control: Control, step: Any, step_id: int, message_id: str | None) -> ControlResult | None:
+    """Why a cue button may not act on ``step``: it is no GM cue, or the cue was posted as
+    another message than the one whose button was pressed (a stale or copied custom id)."""
+    if step["action_id"] != CUE_ACTION:
+        return ControlResult(False, control, Reason.NOT_A_CUE, step_id=step_id)
+    posted = _posted_message(step)
+    if message_id is not None and posted is not None and posted != message_id:
+        return ControlResult(False, control, Reason.OTHER_CUE_MESSAGE, step_id=step_id)
+    return None
+
+
+def refused_run(control: Control, run: Any | None, run_id: int, **facts: Any) -> ControlResult:
+    """Why ``control`` could not act on this run: there is none, it ended, or it is in flight in
+    another status than the one the control acts from."""
+    if run is None:
+        return ControlResult(False, control, Reason.NO_SUCH_RUN, run_id=run_id, **facts)
+    status = run["status"]
+    reason = Reason.RUN_ENDED if status in RUN_TERMINAL else Reason.WRONG_RUN_STATUS
+    return ControlResult(False, control, reason, run_id=run_id, run_status=status, **facts)
+
+
+def refused_step(
+    control: Control, step: Any | None, step_id: int, run: Any | None, **facts: Any
+) -> ControlResult:
+    """Why a confirm or skip could not act on this step (its status, or its run's)."""
+    if step is None:
+        return ControlResult(False, control, Reason.NO_SUCH_STEP, step_id=step_id, **facts)
+    status = step["status"]
+    run_status = run["status"] if run is not None else None
+    ended = run_status in RUN_TERMINAL
+    said: dict[str, Any] = {}
+    if status in STEP_OPEN and ended:
+        # Left open on a run that ended (only a step out being dispatched can be): the run is
+        # the reason, whatever the step looks like.
+        reason = Reason.STEP_OF_ENDED_RUN
+        said["run_status"] = run_status
+    elif status == StepStatus.DONE:
+        said["by"] = settled_by(step)
+        reason = Reason.ALREADY_CONFIRMED if said["by"] is not None else Reason.ALREADY_DONE
+    elif status == StepStatus.SKIPPED:
+        reason = Reason.ALREADY_SKIPPED
+        said["by"] = settled_by(step)
+    elif status == StepStatus.CANCELLED:
+        reason = Reason.STEP_CANCELLED
+        said["run_status"] = run_status if ended else None
+    elif status == StepStatus.FAILED:
+        reason = Reason.STEP_FAILED
+    elif status == StepStatus.RUNNING and step["claim_expires_at"] is not None:
+        reason = Reason.STEP_IN_PROGRESS
+    elif status == StepStatus.PENDING:
+        reason = Reason.STEP_NOT_REACHED
+    else:
+        reason = Reason.WRONG_STEP_STATUS
+    return ControlResult(False, control, reason, step_id=step_id, step_status=status, **said, **facts)
+
+
+def settled_by(step: Any) -> Actor | None:
+    """Who settled a step by hand, from its row (``None``: its action did, or nobody yet)."""
+    if "settled_by_name" in step:
+        name, actor_id = step["settled_by_name"], step["settled_by_id"]
+        return Actor(None if actor_id is None else str(actor_id), str(name)) if name else None
+    legacy = step["settled_by"]
+    return Actor(None, str(legacy)) if legacy else None
+
+
+def cue_ref(step: Any | None, step_id: int, run_id: int) -> CueRef:
+    """The cue as it stands after a refused settle, so its message can be brought up to date."""
+    if step is None:
+        return CueRef(step_id, run_id, "missing", None)
+    return CueRef(step_id, run_id, step["status"], step["result"])
