@@ -21,12 +21,11 @@ from actions.delivery import Announcement, Cue, Posted
 from bench.backends import Backend, MariaDBBackend, fresh_engine
 from bench.results import Options, Result, median
 from bench.statements import ServerCounters, slow_log_summary
-from runner import catalog
-from runner import definitions as defs
-from runner.clock import utcnow
+from bench.workloads import publish
 from runner.engine import RunnerSettings
 from runner.loop import RunnerLoop
 from runner.schema import runs
+from tests.support.definitions import announce, event, phase
 from wiring.services import assemble
 
 RUNS = 500
@@ -107,27 +106,13 @@ async def measure(
             # As the bot wires it: a control that changed something wakes the loop at once.
             on_change=lambda: loops[0].nudge(),
         )
-        raw = {
-            "key": "fanout",
-            "title": "Fan-out",
-            "scopes": [f"world-{i}" for i in range(count)],
-            "phases": [
-                {
-                    "key": "main",
-                    "label": "Main",
-                    "steps": [
-                        {
-                            "action": "discord.announce",
-                            "params": {
-                                "channel": "announcements",
-                                "content": "The invasion of {scope} begins",
-                            },
-                        }
-                    ],
-                }
-            ],
-        }
-        await catalog.publish(engine, defs.validate(raw, services.registry), utcnow())
+        raw = event(
+            "fanout",
+            phase("main", announce("The invasion of {scope} begins")),
+            title="Fan-out",
+            scopes=[f"world-{i}" for i in range(count)],
+        )
+        await publish(engine, raw, services.registry)
         loop = RunnerLoop(services.runner, interval=5)
         loops.append(loop)
         task = asyncio.create_task(loop.run_forever())

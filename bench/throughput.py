@@ -27,13 +27,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bench.backends import Backend, MariaDBBackend, fresh_engine
 from bench.results import Options, Result, median
 from bench.statements import ServerCounters, StatementLog, explain_statements, slow_log_summary
-from bench.workloads import bench_action, count_runs, publish, registry_of, spec
+from bench.workloads import bench_action, count_runs, publish, registry_of
 from runner.clock import utcnow
 from runner.controls import Controls
 from runner.engine import Runner, RunnerSettings
 from runner.registry import Envelope
 from runner.schema import run_log, steps
 from tests.support.actions import ok
+from tests.support.definitions import event, phase, step
 
 RUNS = 8
 TARGET_RATIO = 0.6
@@ -47,7 +48,8 @@ def _steps_per_run(options: Options) -> int:
 async def _start_runs(engine: AsyncEngine, steps_per_run: int) -> list[int]:
     registry = registry_of(bench_action("bench.noop", ok))
     scopes = [f"run-{i}" for i in range(RUNS)]
-    await publish(engine, spec("throughput", ["bench.noop"] * steps_per_run, scopes=scopes), registry)
+    noops = phase("main", *(step("bench.noop") for _ in range(steps_per_run)))
+    await publish(engine, event("throughput", noops, scopes=scopes), registry)
     started = await Controls(engine).start("throughput", actor="bench")
     assert started.ok and len(started.run_ids) == RUNS, started.message
     return list(started.run_ids)

@@ -31,13 +31,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bench.backends import Backend, fresh_engine
 from bench.results import Options, Result, median, percentile
-from bench.workloads import bench_action, publish, registry_of, spec
+from bench.workloads import bench_action, publish, registry_of
 from runner.clock import utcnow
 from runner.controls import Controls
 from runner.engine import Runner
 from runner.loop import RunnerLoop
 from runner.registry import ActionRegistry, Envelope
 from runner.schema import steps
+from tests.support.definitions import event, phase, step
 
 LATENESS_P99_MS = 250.0
 HOLD_MIN = 3.0
@@ -94,7 +95,7 @@ async def _publish_in_scopes(
 ) -> None:
     """One definition of ``actions`` in ``samples`` scopes: starting it makes one run each."""
     scopes = [f"s{i}" for i in range(samples)]
-    await publish(engine, spec(key, actions, scopes=scopes), registry)
+    await publish(engine, event(key, phase("main", *map(step, actions)), scopes=scopes), registry)
 
 
 async def _start(engine: AsyncEngine, loop: RunnerLoop, key: str) -> tuple[Controls, list[int]]:

@@ -23,6 +23,7 @@ from runner.registry import Action, ActionRegistry, Envelope
 from runner.schema import run_log, runs, steps
 from runner.sql.steps import new_idempotency_key
 from tests.support.actions import build_action
+from tests.support.definitions import announce, cron, cue, event, phase, wait
 
 # ── Bench-only actions ────────────────────────────────────────────────────
 
@@ -39,24 +40,6 @@ def registry_of(*actions: Action) -> ActionRegistry:
     return registry
 
 
-def spec(key: str, actions: Sequence[str], *, scopes: Sequence[str] = (), **extra: Any) -> dict[str, Any]:
-    """A one-phase definition whose steps name ``actions`` in order (``on_failure: skip`` so a
-    surprise failure shows up as a count, not as a stalled benchmark)."""
-    return {
-        "key": key,
-        "title": key.title(),
-        "scopes": list(scopes),
-        "phases": [
-            {
-                "key": "main",
-                "label": "Main",
-                "steps": [{"action": a, "params": {}, "on_failure": "skip"} for a in actions],
-            }
-        ],
-        **extra,
-    }
-
-
 async def publish(engine: AsyncEngine, raw: dict[str, Any], registry: ActionRegistry) -> catalog.Published:
     return await catalog.publish(engine, defs.validate(raw, registry), utcnow())
 
@@ -70,11 +53,11 @@ async def count_runs(engine: AsyncEngine, status: str) -> int:
 # ── Dormant runs, straight into the tables ────────────────────────────────
 
 # A realistic show: announce, wait an hour, cue a GM, announce again.
-SHOW_STEPS: list[tuple[str, dict[str, Any]]] = [
-    ("discord.announce", {"channel": "announcements", "content": "The invasion of {scope} begins"}),
-    ("core.wait", {"duration": "1h"}),
-    ("gm.cue", {"instructions": "Open the gate in {scope}"}),
-    ("discord.announce", {"channel": "announcements", "content": "{scope} is saved"}),
+SHOW_STEPS: list[dict[str, Any]] = [
+    announce("The invasion of {scope} begins", on_failure="skip"),
+    wait("1h", on_failure="skip"),
+    cue("Open the gate in {scope}", on_failure="skip"),
+    announce("{scope} is saved", on_failure="skip"),
 ]
 DORMANT_KINDS = ("scheduled", "waiting", "parked")
 
@@ -89,20 +72,9 @@ async def publish_show_definitions(engine: AsyncEngine) -> list[catalog.Publishe
     for key, schedule in (
         ("invasion", "manual"),
         ("market", "manual"),
-        ("weekly-raid", {"cron": "0 20 * * 5", "timezone": "Europe/Berlin"}),
+        ("weekly-raid", cron("0 20 * * 5", "Europe/Berlin")),
     ):
-        raw = {
-            "key": key,
-            "title": key.replace("-", " ").title(),
-            "schedule": schedule,
-            "phases": [
-                {
-                    "key": "main",
-                    "label": "Main",
-                    "steps": [{"action": a, "params": p, "on_failure": "skip"} for a, p in SHOW_STEPS],
-                }
-            ],
-        }
+        raw = event(key, phase("main", *SHOW_STEPS), schedule=schedule)
         published.append(await publish(engine, raw, registry))
     return published
 
@@ -195,19 +167,19 @@ async def seed_runs(
         else:
             raise ValueError(f"unknown run kind {kind!r}")
         run_rows.append(run)
-        for seq, ((action_id, params), status) in enumerate(zip(SHOW_STEPS, statuses, strict=True)):
+        for seq, (show_step, status) in enumerate(zip(SHOW_STEPS, statuses, strict=True)):
             settled = status in ("done", "running")
             step_rows.append(
                 {
                     "run_id": run_id,
                     "phase": "main",
                     "seq": seq,
-                    "action_id": action_id,
-                    "params": params,
+                    "action_id": show_step["action"],
+                    "params": show_step["params"],
                     "status": status,
                     "due_at": due[seq],
                     "attempts": 1 if settled else 0,
-                    "on_failure": "skip",
+                    "on_failure": show_step["on_failure"],
                     "idempotency_key": new_idempotency_key(),
                     "claimed_by": None,
                     "claim_expires_at": None,
