@@ -1,8 +1,9 @@
-"""What the benchmarks run: bench-only actions, their one-phase definitions published through
-the real catalog, and a bulk seeder of dormant runs written straight into the tables.
+"""What the benchmarks run: bench-only actions, definitions published through the real catalog,
+and a bulk seeder of dormant runs written straight into the tables.
 
-The actions come from the tests' one action builder (``tests.support.actions``), so an
-``Action`` field added to the registry is filled in one place for tests and benchmarks alike.
+The actions and definitions come from the tests' one action builder (``tests.support.actions``)
+and one definition factory (``tests.support.definitions``), so a field the registry or the
+definition format gains is filled in one place for tests and benchmarks alike.
 """
 
 from __future__ import annotations
