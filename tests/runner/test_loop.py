@@ -179,8 +179,8 @@ async def test_a_nudge_or_a_stop_cuts_the_injected_sleep_short() -> None:
         await time.asleep(2)
         assert time.sleeps == [5.0, 5.0] and time.elapsed == 0
         assert loop.state.ticks == 2, "the nudge ran a tick"
-        assert not time._sleepers[:-1], "only the current sleep is pending"
+        assert time.pending == 1, "only the current sleep is pending: the one cut short is gone"
     finally:
         loop.stop()
         await task
-    assert loop.state.ticks == 2 and not time._sleepers, "stop ended the last sleep; no tick after it"
+    assert loop.state.ticks == 2 and time.pending == 0, "stop ended the last sleep; no tick after it"

@@ -29,6 +29,11 @@ class VirtualTime:
     def monotonic(self) -> float:
         return self.elapsed
 
+    @property
+    def pending(self) -> int:
+        """Sleeps begun and not yet over (nor cancelled)."""
+        return len(self._sleepers)
+
     async def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
