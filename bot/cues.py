@@ -22,7 +22,7 @@ import discord
 from actions import limits
 from actions.delivery import Cue
 from bot.errors import reply_to_error
-from bot.permissions import actor_label, refusal
+from bot.permissions import actor_of, refusal
 from bot.rendering import REHEARSAL_MARK, clip, control_answer, fit, person, timestamp
 from runner.controls import ControlResult, CueRef
 from runner.views import run_view
@@ -116,7 +116,7 @@ async def click(interaction: discord.Interaction, step_id: int, verb: str) -> No
     # (nothing visible), then the message is edited when the engine has answered.
     await interaction.response.defer()
     controls = bot.services.controls
-    actor = actor_label(interaction.user)
+    actor = actor_of(interaction.user)
     # The step id and verb come from the custom id, which only Discord's own check ties to this
     # message: the control acts only on the GM cue posted as this very message (a Skip naming a
     # pending announcement, or a copied button naming another cue, is refused). The guild was

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 import discord
 
+from runner.history import Actor
 from wiring.config import CAPABILITIES, Config
 
 log = logging.getLogger(__name__)
@@ -108,6 +109,12 @@ async def admit(config: Config, interaction: discord.Interaction, capability: st
         # The reason lists the roles that may: fitted like every other reply.
         await send_ephemeral(interaction, reason)
     return False
+
+
+def actor_of(user: discord.abc.User) -> Actor:
+    """Who pressed, as the controls take it and the run history keeps it: the member's id (a
+    mention wherever Discord shows it) and the name they go by."""
+    return Actor(id=str(user.id), name=user.display_name)
 
 
 def actor_label(user: discord.abc.User) -> str:

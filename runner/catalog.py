@@ -205,8 +205,11 @@ def as_actor(actor: history.Actor | str | None) -> history.Actor | None:
 
 
 def stored_name(actor: history.Actor | str | None) -> str | None:
-    """The name the runs table keeps in ``started_by``."""
-    return actor.name if isinstance(actor, history.Actor) else actor
+    """Who, in the runs table's one ``started_by`` column: until migration 0004 splits it into
+    an id and a name, the ``name (id)`` the run log's own column is written as."""
+    if isinstance(actor, history.Actor):
+        return f"{actor.name} ({actor.id})"[:100] if actor.id else actor.name[:100]
+    return actor
 
 
 def phase_step_specs(phase: defs.PhaseDefinition) -> list[steps_sql.StepSpec]:

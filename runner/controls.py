@@ -48,15 +48,11 @@ MANUAL_START_ATTEMPTS = 8
 MAX_ID = 2**63 - 1
 
 
-def _stored(actor: Actor | str | None) -> str | None:
-    """The name the runs and steps tables keep (``started_by``, ``settled_by``)."""
-    return actor.name if isinstance(actor, Actor) else actor
-
-
-def _name(actor: object) -> str:
-    """Who, in the run's ``last_error`` text (the run log keeps the actor itself)."""
-    name = getattr(actor, "name", actor)
-    return str(name) if name else "staff"
+def _name(actor: Actor | str | None) -> str:
+    """Who, in the run's ``last_error`` text (the run log keeps the actor itself). Written as the
+    tables write an actor until migration 0004, so a cue closed on a cancelled run still names
+    its canceller as it did."""
+    return catalog.stored_name(actor) or "staff"
 
 
 def _names_a_row(value: object) -> bool:
@@ -319,7 +315,9 @@ class Controls:
             refused = not_this_cue(Control.CONFIRM, step, step_id, message_id) if cue_only else None
             if refused is not None:
                 return refused
-            if not await steps_sql.confirm_parked(conn, step_id, now, actor=_stored(actor), note=note):
+            if not await steps_sql.confirm_parked(
+                conn, step_id, now, actor=catalog.stored_name(actor), note=note
+            ):
                 step = await steps_sql.get(conn, step_id)
                 run = await runs_sql.get(conn, run_id)
                 return refused_step(
@@ -371,7 +369,7 @@ class Controls:
                 ref = CueRef(step_id, owner_run, step["status"], step["result"])
                 return refused_run(Control.SKIP, run, owner_run, step_id=step_id, cues=(ref,))
             if not await steps_sql.skip_by_human(
-                conn, step_id, now, actor=_stored(actor), note=note, parked_only=cue_only
+                conn, step_id, now, actor=catalog.stored_name(actor), note=note, parked_only=cue_only
             ):
                 step = await steps_sql.get(conn, step_id)
                 return refused_step(

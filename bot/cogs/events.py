@@ -24,7 +24,7 @@ from actions import limits
 from bot import rendering
 from bot.cues import mark_settled, settled_text
 from bot.errors import BotError, reply_to_error, send_ephemeral
-from bot.permissions import actor_label, refusal
+from bot.permissions import actor_of, refusal
 from bot.starting import check_start, confirmed_scope
 from runner import views
 from runner.controls import Control, ControlResult, Reason
@@ -123,7 +123,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
             await reply(interaction, embed=embed, view=view)
             return
         result = await services.controls.start(
-            key, scope=scope, actor=actor_label(interaction.user), rehearsal=rehearsal
+            key, scope=scope, actor=actor_of(interaction.user), rehearsal=rehearsal
         )
         self.bot.nudge()
         await reply(interaction, rendering.control_answer(result))
@@ -168,21 +168,21 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
     @app_commands.describe(run="The run to pause")
     async def pause(self, interaction: discord.Interaction, run: int) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        result = await self.bot.services.controls.pause(run, actor=actor_label(interaction.user))
+        result = await self.bot.services.controls.pause(run, actor=actor_of(interaction.user))
         await self._done(interaction, result)
 
     @app_commands.command(name="resume", description="Resume a paused run", extras=CONTROL)
     @app_commands.describe(run="The run to resume")
     async def resume(self, interaction: discord.Interaction, run: int) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        result = await self.bot.services.controls.resume(run, actor=actor_label(interaction.user))
+        result = await self.bot.services.controls.resume(run, actor=actor_of(interaction.user))
         await self._done(interaction, result)
 
     @app_commands.command(name="retry", description="Retry the failed step a run stopped at", extras=CONTROL)
     @app_commands.describe(run="The run to retry")
     async def retry(self, interaction: discord.Interaction, run: int) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        result = await self.bot.services.controls.retry(run, actor=actor_label(interaction.user))
+        result = await self.bot.services.controls.retry(run, actor=actor_of(interaction.user))
         await self._done(interaction, result)
 
     @app_commands.command(name="cancel", description="Cancel a run; its open cues are closed", extras=CONTROL)
@@ -191,9 +191,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         self, interaction: discord.Interaction, run: int, reason: app_commands.Range[str, 1, 300]
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        result = await self.bot.services.controls.cancel(
-            run, reason=reason, actor=actor_label(interaction.user)
-        )
+        result = await self.bot.services.controls.cancel(run, reason=reason, actor=actor_of(interaction.user))
         edited = 0
         if result.ok and result.cues:
             text = settled_text(
@@ -206,7 +204,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
     @app_commands.describe(run="The run", step="The step to skip")
     async def skip(self, interaction: discord.Interaction, run: int, step: int) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        result = await self.bot.services.controls.skip(step, run_id=run, actor=actor_label(interaction.user))
+        result = await self.bot.services.controls.skip(step, run_id=run, actor=actor_of(interaction.user))
         edited = 0
         if result.ok and result.cues:
             text = settled_text("skipped", interaction.user.mention, at=self.bot.services.clock.now())
@@ -348,7 +346,7 @@ class StartAnyway(discord.ui.DynamicItem[discord.ui.Button], template=START_TEMP
         services = bot.services
         scope = await confirmed_scope(services, self.key, self.version_id, self.scope)
         result = await services.controls.start(
-            self.key, scope=scope, actor=actor_label(interaction.user), rehearsal=rehearsal
+            self.key, scope=scope, actor=actor_of(interaction.user), rehearsal=rehearsal
         )
         bot.nudge()
         await interaction.followup.send(rendering.control_answer(result), ephemeral=True)
