@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
-import functools
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -82,10 +81,15 @@ def _codec_for(hint: Any) -> _Codec | None:
     return None
 
 
-@functools.cache
+_FIELDS: dict[type[Event], tuple[_Field, ...]] = {}
+
+
 def _fields_of(cls: type[Event]) -> tuple[_Field, ...]:
+    known = _FIELDS.get(cls)
+    if known is not None:
+        return known
     hints = typing.get_type_hints(cls)
-    return tuple(
+    known = _FIELDS[cls] = tuple(
         _Field(
             name=f.name,
             key=f.name.rstrip("_"),
@@ -95,6 +99,7 @@ def _fields_of(cls: type[Event]) -> tuple[_Field, ...]:
         )
         for f in dataclasses.fields(cls)
     )
+    return known
 
 
 @dataclass(frozen=True)
@@ -331,7 +336,7 @@ def parse_event(kind: str, detail: Mapping[str, Any] | None) -> Event:
         return GenericEvent(kind, stored_detail)
 
 
-def _actor_of(row: Mapping[str, Any]) -> Actor | None:
+def _actor_of(row: Mapping[Any, Any]) -> Actor | None:
     if "actor_name" not in row:
         # Before migration 0004 the actor was one "name (id)" string.
         legacy = row.get("actor")
@@ -380,7 +385,7 @@ class Entry:
     event: Event
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Entry:
+    def from_row(cls, row: Mapping[Any, Any]) -> Entry:
         return cls(
             id=int(row["id"]),
             run_id=int(row["run_id"]),

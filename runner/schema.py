@@ -16,6 +16,7 @@ Conventions that the statements rely on:
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
 
 import sqlalchemy as sa
@@ -54,12 +55,12 @@ __all__ = [
 ]
 
 
-def _utc_datetime() -> sa.types.TypeEngine:
+def _utc_datetime() -> sa.types.TypeEngine[dt.datetime]:
     """Naive-UTC datetime with microseconds on every backend."""
     return sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
 
 
-def _big_id() -> sa.types.TypeEngine:
+def _big_id() -> sa.types.TypeEngine[int]:
     # SQLite only auto-increments an ``INTEGER PRIMARY KEY``; MariaDB gets a BIGINT.
     return sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
@@ -122,8 +123,10 @@ runs = sa.Table(
         "version_id", sa.Integer, sa.ForeignKey("event_versions.id", name="fk_evrun_version"), nullable=False
     ),
     sa.Column("scope", sa.String(190), nullable=False, server_default=""),
-    sa.Column("status", _enum("run_status", RunStatus), nullable=False, server_default="scheduled"),
-    sa.Column("health", _enum("run_health", Health), nullable=False, server_default="ok"),
+    sa.Column(
+        "status", _enum("run_status", RunStatus), nullable=False, server_default=RunStatus.SCHEDULED.value
+    ),
+    sa.Column("health", _enum("run_health", Health), nullable=False, server_default=Health.OK.value),
     sa.Column("current_phase", sa.String(64), nullable=True),
     sa.Column("scheduled_for", _utc_datetime(), nullable=False),
     sa.Column("concurrency_key", sa.String(190), nullable=True),
@@ -175,10 +178,17 @@ steps = sa.Table(
     sa.Column("action_id", sa.String(96), nullable=False),
     sa.Column("params", sa.JSON, nullable=True),
     sa.Column("action_version", sa.Integer, nullable=False, server_default=sa.text("1")),
-    sa.Column("status", _enum("step_status", StepStatus), nullable=False, server_default="pending"),
+    sa.Column(
+        "status", _enum("step_status", StepStatus), nullable=False, server_default=StepStatus.PENDING.value
+    ),
     sa.Column("due_at", _utc_datetime(), nullable=True),
     sa.Column("attempts", sa.Integer, nullable=False, server_default=sa.text("0")),
-    sa.Column("on_failure", _enum("step_on_failure", OnFailure), nullable=False, server_default="pause"),
+    sa.Column(
+        "on_failure",
+        _enum("step_on_failure", OnFailure),
+        nullable=False,
+        server_default=OnFailure.PAUSE.value,
+    ),
     sa.Column("idempotency_key", sa.String(40), nullable=False),
     sa.Column("claimed_by", sa.String(64), nullable=True),
     sa.Column("claim_expires_at", _utc_datetime(), nullable=True),

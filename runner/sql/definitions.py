@@ -35,7 +35,9 @@ async def insert_definition(
             key=key, title=title, grace_seconds=grace_seconds, created_at=now, updated_at=now
         )
     )
-    return int(result.inserted_primary_key[0])
+    inserted = result.inserted_primary_key
+    assert inserted is not None
+    return int(inserted[0])
 
 
 async def latest_version(conn: AsyncConnection, definition_id: int) -> Row | None:
@@ -84,7 +86,9 @@ async def insert_version(
             published_at=now,
         )
     )
-    return int(result.inserted_primary_key[0])
+    inserted = result.inserted_primary_key
+    assert inserted is not None
+    return int(inserted[0])
 
 
 async def point_at_version(

@@ -16,16 +16,10 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
-from runner.schema import (
-    RUN_HOLDS_KEY,
-    RUN_IN_FLIGHT,
-    RUN_IN_PROGRESS,
-    RUN_TERMINAL,
-    RUN_TICKABLE,
-    definitions,
-    run_log,
-    runs,
-)
+from runner.records import DueRun, RunRecord
+from runner.schema import definitions, runs
+from runner.sql.run_concurrency import wake_waiters
+from runner.states import RUN_IN_FLIGHT, RUN_IN_PROGRESS, RUN_TERMINAL, RUN_TICKABLE, RunStatus
 
 Row = sa.RowMapping
 
@@ -59,20 +53,24 @@ async def insert(
     )
     if result.rowcount != 1:
         return None
-    return int(result.inserted_primary_key[0])
+    inserted = result.inserted_primary_key
+    assert inserted is not None
+    return int(inserted[0])
 
 
-async def get(conn: AsyncConnection, run_id: int) -> Row | None:
-    return (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).mappings().first()
+async def get(conn: AsyncConnection, run_id: int) -> RunRecord | None:
+    row = (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).mappings().first()
+    return None if row is None else RunRecord.from_row(row)
 
 
-async def get_for_update(conn: AsyncConnection, run_id: int) -> Row | None:
+async def get_for_update(conn: AsyncConnection, run_id: int) -> RunRecord | None:
     """The run, locked until the transaction ends (MariaDB; SQLite's ``BEGIN IMMEDIATE`` already
     serialises writers). A control that decides from the status it read needs that status to hold
     until it writes: under READ COMMITTED a plain read lets a resume slip in between, and the
     cancel that read ``paused`` would then refuse a run that is still in flight."""
     query = sa.select(runs).where(runs.c.id == run_id).with_for_update()
-    return (await conn.execute(query)).mappings().first()
+    row = (await conn.execute(query)).mappings().first()
+    return None if row is None else RunRecord.from_row(row)
 
 
 async def claim_start(
@@ -85,9 +83,9 @@ async def claim_start(
     """
     result = await conn.execute(
         sa.update(runs)
-        .where(runs.c.id == run_id, runs.c.status == "scheduled")
+        .where(runs.c.id == run_id, runs.c.status == RunStatus.SCHEDULED)
         .values(
-            status="starting",
+            status=RunStatus.STARTING,
             claimed_by=owner,
             claim_expires_at=lease_until,
             started_at=sa.func.coalesce(runs.c.started_at, now),
@@ -111,7 +109,7 @@ async def claim_tick(
         sa.update(runs)
         .where(
             runs.c.id == run_id,
-            runs.c.status.in_(("starting", "running", "ending")),
+            runs.c.status.in_(RUN_IN_PROGRESS),
             sa.or_(runs.c.claim_expires_at.is_(None), runs.c.claim_expires_at < now),
         )
         .values(claimed_by=owner, claim_expires_at=lease_until)
@@ -168,15 +166,16 @@ async def nudge(conn: AsyncConnection, run_id: int, now: dt.datetime) -> None:
 async def transition(
     conn: AsyncConnection,
     run_id: int,
-    from_statuses: str | Iterable[str],
-    to: str,
+    from_statuses: RunStatus | Iterable[RunStatus],
+    to: RunStatus,
     now: dt.datetime,
     *,
     phase: str | None = None,
     error: str | None = None,
     wake_at: dt.datetime | None = None,
 ) -> bool:
-    """A guarded status move; 0 rows means the run was no longer in ``from_statuses``.
+    """A guarded status move; 0 rows means the run was no longer in ``from_statuses``. Called by
+    ``lifecycle`` only, which checks the edge and writes the move's line.
 
     Terminal statuses stamp ``ended_at`` once, drop the lease, free the concurrency slot and
     wake the runs that were waiting for it.
@@ -195,7 +194,7 @@ async def transition(
             concurrency_slot=None,
             wake_at=None,
         )
-    elif to == "paused":
+    elif to == RunStatus.PAUSED:
         values["wake_at"] = None
     elif wake_at is not None:
         values["wake_at"] = wake_at
@@ -209,117 +208,12 @@ async def transition(
     return moved
 
 
-async def degrade(conn: AsyncConnection, run_id: int, now: dt.datetime) -> bool:
-    """``ok -> degraded``; True only for the call that changed it (so it is logged once)."""
-    result = await conn.execute(
-        sa.update(runs)
-        .where(runs.c.id == run_id, runs.c.health == "ok")
-        .values(health="degraded", updated_at=now)
-    )
-    return result.rowcount == 1
-
-
-async def find_overdue(conn: AsyncConnection, now: dt.datetime, before: dt.datetime) -> Sequence[Row]:
-    """Runs in progress that wanted a tick before ``before`` and that no live lease holds: nobody
-    is advancing them. Reads ``idx_evrun_wake`` only (the range stops at ``before``); status and
-    health are checked here for the same planner reason as in ``find_due``."""
-    query = sa.select(runs.c.id, runs.c.status, runs.c.health, runs.c.wake_at).where(
-        runs.c.wake_at < before,
-        sa.or_(runs.c.claim_expires_at.is_(None), runs.c.claim_expires_at < now),
-    )
-    rows = (await conn.execute(query)).mappings().all()
-    return [row for row in rows if row["status"] in RUN_IN_PROGRESS and row["health"] != "stalled"]
-
-
-async def stall(conn: AsyncConnection, run_id: int, from_health: str, now: dt.datetime) -> bool:
-    """``ok|degraded -> stalled`` for a run in progress; True only for the call that changed it
-    (so ``run.stalled`` is logged once). The caller passes the health it read, and the log line
-    keeps it, so the guard also refuses a run whose health moved since."""
-    result = await conn.execute(
-        sa.update(runs)
-        .where(runs.c.id == run_id, runs.c.health == from_health, runs.c.status.in_(RUN_IN_PROGRESS))
-        .values(health="stalled", updated_at=now)
-    )
-    return result.rowcount == 1
-
-
-async def recover(conn: AsyncConnection, run_id: int, now: dt.datetime) -> str | None:
-    """``stalled -> degraded`` if the run was ever degraded (its ``run.degraded`` line is the
-    record; ``degrade`` writes one only on ``ok -> degraded``), else ``stalled -> ok``. Answers the
-    health restored, or None when the run was not stalled (one statement matching nothing)."""
-    was_degraded = (
-        sa.select(run_log.c.id).where(run_log.c.run_id == run_id, run_log.c.kind == "run.degraded").exists()
-    )
-    result = await conn.execute(
-        sa.update(runs)
-        .where(runs.c.id == run_id, runs.c.health == "stalled")
-        .values(health=sa.case((was_degraded, "degraded"), else_="ok"), updated_at=now)
-    )
-    if result.rowcount != 1:
-        return None
-    return str((await conn.execute(sa.select(runs.c.health).where(runs.c.id == run_id))).scalar())
-
-
-async def step_reclaims(conn: AsyncConnection, run_id: int, step_id: int) -> int:
-    """How many times the reclaim has handed this step back (its runner died holding it)."""
-    query = sa.select(sa.func.count()).where(
-        run_log.c.run_id == run_id, run_log.c.step_id == step_id, run_log.c.kind == "step.reclaimed"
-    )
-    return int((await conn.execute(query)).scalar() or 0)
-
-
 async def set_last_error(conn: AsyncConnection, run_id: int, error: str | None, now: dt.datetime) -> None:
     await conn.execute(
         sa.update(runs)
         .where(runs.c.id == run_id)
         .values(last_error=error[:500] if error else None, updated_at=now)
     )
-
-
-async def concurrency_holder(conn: AsyncConnection, key: str | None, except_id: int) -> Row | None:
-    if not key:
-        return None
-    query = (
-        sa.select(runs.c.id, runs.c.status, runs.c.definition_id, runs.c.scope)
-        .where(runs.c.concurrency_key == key, runs.c.id != except_id, runs.c.status.in_(RUN_HOLDS_KEY))
-        .order_by(runs.c.id)
-        .limit(1)
-    )
-    return (await conn.execute(query)).mappings().first()
-
-
-async def mark_blocked(
-    conn: AsyncConnection, run_id: int, holder_id: int, error: str, now: dt.datetime, recheck_at: dt.datetime
-) -> bool:
-    """Record who holds our key and look again at ``recheck_at`` (the holder wakes us sooner
-    when it ends). True only when the holder changed, so ``run.blocked`` is logged once."""
-    changed = await conn.execute(
-        sa.update(runs)
-        .where(
-            runs.c.id == run_id,
-            runs.c.status == "scheduled",
-            sa.or_(runs.c.blocked_by.is_(None), runs.c.blocked_by != holder_id),
-        )
-        .values(blocked_by=holder_id, last_error=error[:500], wake_at=recheck_at, updated_at=now)
-    )
-    if changed.rowcount == 1:
-        return True
-    await conn.execute(
-        sa.update(runs)
-        .where(runs.c.id == run_id, runs.c.status == "scheduled", runs.c.blocked_by == holder_id)
-        .values(wake_at=recheck_at)
-    )
-    return False
-
-
-async def wake_waiters(conn: AsyncConnection, holder_id: int, now: dt.datetime) -> int:
-    """Runs blocked on ``holder_id``'s concurrency key get a tick now that it has let go."""
-    result = await conn.execute(
-        sa.update(runs)
-        .where(runs.c.blocked_by == holder_id, runs.c.status == "scheduled")
-        .values(wake_at=now, nudges=runs.c.nudges + 1)
-    )
-    return result.rowcount
 
 
 async def occurrences_taken(
@@ -334,7 +228,7 @@ async def occurrences_taken(
     return {(row.scheduled_for, row.scope) for row in (await conn.execute(query)).all()}
 
 
-async def find_due(conn: AsyncConnection, now: dt.datetime, limit: int) -> Sequence[Row]:
+async def find_due(conn: AsyncConnection, now: dt.datetime, limit: int) -> list[DueRun]:
     """Runs the tick should look at: woken, due, and with no live lease.
 
     Reads ``idx_evrun_wake`` only: dormant runs (future wake, or NULL for parked, paused and
@@ -343,7 +237,7 @@ async def find_due(conn: AsyncConnection, now: dt.datetime, limit: int) -> Seque
     and parked run. ``wake_at`` is only ever non-NULL on a tickable run, so the check is a guard.
     """
     query = (
-        sa.select(runs.c.id, runs.c.status, runs.c.scheduled_for, runs.c.concurrency_key)
+        sa.select(runs.c.id, runs.c.status, runs.c.concurrency_key)
         .where(
             runs.c.wake_at <= now,
             runs.c.scheduled_for <= now,
@@ -353,12 +247,13 @@ async def find_due(conn: AsyncConnection, now: dt.datetime, limit: int) -> Seque
         .limit(limit)
     )
     rows = (await conn.execute(query)).mappings().all()
-    return [row for row in rows if row["status"] in RUN_TICKABLE]
+    return [DueRun.from_row(row) for row in rows if row["status"] in RUN_TICKABLE]
 
 
 async def next_wake(conn: AsyncConnection) -> dt.datetime | None:
     """The earliest time any run wants a tick (the bot's loop sleeps until then)."""
-    return (await conn.execute(sa.select(sa.func.min(runs.c.wake_at)))).scalar()
+    wake: dt.datetime | None = (await conn.execute(sa.select(sa.func.min(runs.c.wake_at)))).scalar()
+    return wake
 
 
 async def reclaim_stale(conn: AsyncConnection, now: dt.datetime) -> int:
@@ -396,7 +291,7 @@ async def find_missed(conn: AsyncConnection, now: dt.datetime) -> list[int]:
     query = (
         sa.select(runs.c.id, runs.c.scheduled_for, definitions.c.grace_seconds)
         .join(definitions, definitions.c.id == runs.c.definition_id)
-        .where(runs.c.status == "scheduled", runs.c.scheduled_for < now)
+        .where(runs.c.status == RunStatus.SCHEDULED, runs.c.scheduled_for < now)
     )
     # No ORDER BY: sorting by id made MariaDB walk the whole primary key instead of the range.
     rows = (await conn.execute(query)).mappings().all()
@@ -439,7 +334,7 @@ async def live_in_flight(
 async def list_runs(
     conn: AsyncConnection,
     *,
-    statuses: Sequence[str] | None = None,
+    statuses: Iterable[RunStatus] | None = None,
     definition_id: int | None = None,
     limit: int = 50,
 ) -> Sequence[Row]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,22 +18,27 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
-from runner.schema import RUN_IN_FLIGHT, runs, steps
+from runner.records import StaleStep, StepRecord
+from runner.schema import runs, steps
+from runner.states import (
+    RUN_ENDED_EARLY,
+    RUN_IN_FLIGHT,
+    RUN_SETTLES_STEPS,
+    STEP_OPEN,
+    OnFailure,
+    RunStatus,
+    StepStatus,
+)
 
 Row = sa.RowMapping
 
 GAVE_UP = "gave up after repeated interruptions"
 
-_parked = sa.and_(steps.c.status == "running", steps.c.claim_expires_at.is_(None))
-_stale = sa.and_(steps.c.status == "running", steps.c.claim_expires_at.is_not(None))
-
-# The statuses a run may have while its steps are settled. A run that ended (cancelled, failed,
-# missed) while one of its steps was out being dispatched must not get that step parked or
-# settled as if nothing happened: that left a live cue, and a ``running`` step, on a dead run.
-RUN_SETTLES_STEPS = ("running", "paused")
+_parked = sa.and_(steps.c.status == StepStatus.RUNNING, steps.c.claim_expires_at.is_(None))
+_stale = sa.and_(steps.c.status == StepStatus.RUNNING, steps.c.claim_expires_at.is_not(None))
 
 
-def _run_is(statuses: Sequence[str]) -> sa.ColumnElement[bool]:
+def _run_is(statuses: Iterable[RunStatus]) -> sa.ColumnElement[bool]:
     """The step's own run is in ``statuses`` (correlated on ``steps.run_id``)."""
     return (
         sa.select(sa.literal(1))
@@ -48,7 +53,7 @@ _run_settles = _run_is(RUN_SETTLES_STEPS)
 # started may be skipped), never one of a run that has.
 _run_not_ended = _run_is(RUN_IN_FLIGHT)
 # The statuses ``lifecycle.end_run`` moves a run to: it cancels every open step but a leased one.
-_run_ended_early = _run_is(("cancelled", "failed", "missed"))
+_run_ended_early = _run_is(RUN_ENDED_EARLY)
 
 
 def new_idempotency_key() -> str:
@@ -61,7 +66,7 @@ def new_idempotency_key() -> str:
 class StepSpec:
     action_id: str
     params: dict[str, Any]
-    on_failure: str = "pause"
+    on_failure: str = OnFailure.PAUSE
     action_version: int = 1
     label: str | None = None
 
@@ -100,18 +105,19 @@ async def materialise_phase(
     return max(result.rowcount, 0)
 
 
-async def get(conn: AsyncConnection, step_id: int) -> Row | None:
-    return (await conn.execute(sa.select(steps).where(steps.c.id == step_id))).mappings().first()
+async def get(conn: AsyncConnection, step_id: int) -> StepRecord | None:
+    row = (await conn.execute(sa.select(steps).where(steps.c.id == step_id))).mappings().first()
+    return None if row is None else StepRecord.from_row(row)
 
 
-async def open_steps(conn: AsyncConnection, run_id: int, phase: str) -> Sequence[Row]:
+async def open_steps(conn: AsyncConnection, run_id: int, phase: str) -> list[StepRecord]:
     """The phase's unsettled steps, in order: what the tick walks through."""
     query = (
         sa.select(steps)
-        .where(steps.c.run_id == run_id, steps.c.phase == phase, steps.c.status.in_(("pending", "running")))
+        .where(steps.c.run_id == run_id, steps.c.phase == phase, steps.c.status.in_(STEP_OPEN))
         .order_by(steps.c.seq, steps.c.id)
     )
-    return (await conn.execute(query)).mappings().all()
+    return [StepRecord.from_row(row) for row in (await conn.execute(query)).mappings().all()]
 
 
 async def claim(
@@ -131,19 +137,19 @@ async def claim(
     recorded = {} if action_version is None else {"action_version": action_version}
     run_still_ours = (
         sa.select(sa.literal(1))
-        .where(runs.c.id == run_id, runs.c.status == "running", runs.c.claimed_by == owner)
+        .where(runs.c.id == run_id, runs.c.status == RunStatus.RUNNING, runs.c.claimed_by == owner)
         .exists()
     )
     result = await conn.execute(
         sa.update(steps)
         .where(
             steps.c.id == step_id,
-            steps.c.status == "pending",
+            steps.c.status == StepStatus.PENDING,
             sa.or_(steps.c.due_at.is_(None), steps.c.due_at <= now),
             run_still_ours,
         )
         .values(
-            status="running",
+            status=StepStatus.RUNNING,
             attempts=steps.c.attempts + 1,
             claimed_by=owner,
             claim_expires_at=lease_until,
@@ -158,7 +164,7 @@ async def claim(
 def _leased_by(step_id: int, owner: str) -> sa.ColumnElement[bool]:
     return sa.and_(
         steps.c.id == step_id,
-        steps.c.status == "running",
+        steps.c.status == StepStatus.RUNNING,
         steps.c.claimed_by == owner,
         steps.c.claim_expires_at.is_not(None),
     )
@@ -173,7 +179,7 @@ async def finish(
     conn: AsyncConnection,
     step_id: int,
     owner: str,
-    status: str,
+    status: StepStatus,
     now: dt.datetime,
     *,
     error: str | None = None,
@@ -211,7 +217,7 @@ async def cancel_on_ended_run(
     """A step we hold the lease of, whose run ended while it was dispatched: ``cancelled``.
     True only when that is what happened (not when we lost the lease, or the run lives on)."""
     values: dict[str, Any] = {
-        "status": "cancelled",
+        "status": StepStatus.CANCELLED,
         "claimed_by": None,
         "claim_expires_at": None,
         "finished_at": now,
@@ -234,7 +240,7 @@ async def reschedule(
         sa.update(steps)
         .where(_ours(step_id, owner))
         .values(
-            status="pending",
+            status=StepStatus.PENDING,
             due_at=due_at,
             claimed_by=None,
             claim_expires_at=None,
@@ -260,7 +266,7 @@ async def hold_next(
             later.c.run_id == run_id,
             later.c.phase == phase,
             later.c.seq > after_seq,
-            later.c.status == "pending",
+            later.c.status == StepStatus.PENDING,
         )
         .scalar_subquery()
     )
@@ -269,7 +275,7 @@ async def hold_next(
         .where(
             steps.c.run_id == run_id,
             steps.c.phase == phase,
-            steps.c.status == "pending",
+            steps.c.status == StepStatus.PENDING,
             steps.c.seq == next_seq,
             sa.or_(steps.c.due_at.is_(None), steps.c.due_at < due_at),
         )
@@ -280,18 +286,21 @@ async def hold_next(
 
 async def has_pending_after(conn: AsyncConnection, run_id: int, phase: str, after_seq: int) -> bool:
     query = sa.select(sa.literal(1)).where(
-        steps.c.run_id == run_id, steps.c.phase == phase, steps.c.seq > after_seq, steps.c.status == "pending"
+        steps.c.run_id == run_id,
+        steps.c.phase == phase,
+        steps.c.seq > after_seq,
+        steps.c.status == StepStatus.PENDING,
     )
     return (await conn.execute(query.limit(1))).first() is not None
 
 
-async def stale(conn: AsyncConnection, now: dt.datetime) -> Sequence[Row]:
+async def stale(conn: AsyncConnection, now: dt.datetime) -> list[StaleStep]:
     """Leased steps whose lease has run out (their runner died or hung). Parked steps have a
     NULL lease and never appear here, however long they wait."""
-    query = sa.select(steps.c.id, steps.c.run_id, steps.c.attempts, steps.c.on_failure).where(
+    query = sa.select(steps.c.id, steps.c.run_id, steps.c.attempts).where(
         _stale, steps.c.claim_expires_at < now
     )
-    return (await conn.execute(query)).mappings().all()
+    return [StaleStep.from_row(row) for row in (await conn.execute(query)).mappings().all()]
 
 
 @dataclass(frozen=True)
@@ -320,13 +329,19 @@ async def reclaim_stale(
     orphaned = await conn.execute(
         sa.update(steps)
         .where(*scope, _run_ended_early)
-        .values(status="cancelled", finished_at=now, claimed_by=None, claim_expires_at=None, updated_at=now)
+        .values(
+            status=StepStatus.CANCELLED,
+            finished_at=now,
+            claimed_by=None,
+            claim_expires_at=None,
+            updated_at=now,
+        )
     )
     gave_up = await conn.execute(
         sa.update(steps)
         .where(*scope, steps.c.attempts >= max_attempts)
         .values(
-            status="failed",
+            status=StepStatus.FAILED,
             last_error=GAVE_UP,
             finished_at=now,
             claimed_by=None,
@@ -337,7 +352,7 @@ async def reclaim_stale(
     handed_back = await conn.execute(
         sa.update(steps)
         .where(*scope)
-        .values(status="pending", claimed_by=None, claim_expires_at=None, updated_at=now)
+        .values(status=StepStatus.PENDING, claimed_by=None, claim_expires_at=None, updated_at=now)
     )
     return Reclaimed(failed=gave_up.rowcount, reclaimed=handed_back.rowcount, cancelled=orphaned.rowcount)
 
@@ -347,7 +362,7 @@ async def confirm_parked(
 ) -> bool:
     """A human confirms a parked cue. A leased step is somebody's dispatch in progress and is
     refused; a second confirm matches nothing and is told 0."""
-    return await _settle_by_human(conn, step_id, _parked, "done", now, actor, note)
+    return await _settle_by_human(conn, step_id, _parked, StepStatus.DONE, now, actor, note)
 
 
 async def skip_by_human(
@@ -362,15 +377,15 @@ async def skip_by_human(
     """A pending step or a parked cue; never a leased one, never a failed one (resume carries a
     phase past a failed step). ``parked_only``: a cue's own Skip button, which may only answer
     the cue it was posted with, never skip a step that has not been reached."""
-    guard = _parked if parked_only else sa.or_(steps.c.status == "pending", _parked)
-    return await _settle_by_human(conn, step_id, guard, "skipped", now, actor, note)
+    guard = _parked if parked_only else sa.or_(steps.c.status == StepStatus.PENDING, _parked)
+    return await _settle_by_human(conn, step_id, guard, StepStatus.SKIPPED, now, actor, note)
 
 
 async def _settle_by_human(
     conn: AsyncConnection,
     step_id: int,
     guard: sa.ColumnElement[bool],
-    status: str,
+    status: StepStatus,
     now: dt.datetime,
     actor: str | None,
     note: str | None,
@@ -394,9 +409,9 @@ async def requeue(conn: AsyncConnection, step_id: int, now: dt.datetime) -> bool
     """A failed step back to pending, due now, with a fresh attempt budget."""
     outcome = await conn.execute(
         sa.update(steps)
-        .where(steps.c.id == step_id, steps.c.status == "failed")
+        .where(steps.c.id == step_id, steps.c.status == StepStatus.FAILED)
         .values(
-            status="pending",
+            status=StepStatus.PENDING,
             attempts=0,
             due_at=None,
             last_error=None,
@@ -419,8 +434,8 @@ async def cancel_open(conn: AsyncConnection, run_id: int, now: dt.datetime) -> i
     nothing can recall a command already sent."""
     outcome = await conn.execute(
         sa.update(steps)
-        .where(steps.c.run_id == run_id, sa.or_(steps.c.status == "pending", _parked))
-        .values(status="cancelled", finished_at=now, claimed_by=None, updated_at=now)
+        .where(steps.c.run_id == run_id, sa.or_(steps.c.status == StepStatus.PENDING, _parked))
+        .values(status=StepStatus.CANCELLED, finished_at=now, claimed_by=None, updated_at=now)
     )
     return outcome.rowcount
 
@@ -432,7 +447,7 @@ async def last_started_seq(conn: AsyncConnection, run_id: int, phase: str) -> in
     failure and then paused at a later one, that would name a step behind the cursor.
     """
     query = sa.select(sa.func.max(steps.c.seq)).where(
-        steps.c.run_id == run_id, steps.c.phase == phase, steps.c.status != "pending"
+        steps.c.run_id == run_id, steps.c.phase == phase, steps.c.status != StepStatus.PENDING
     )
     value = (await conn.execute(query)).scalar()
     return None if value is None else int(value)

@@ -1,0 +1,197 @@
+"""What every part of the runner shares: its settings, the tick's report, the typed answers a
+part gives the loop that drives a run, and the base the parts are mixed into."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import enum
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from runner import catalog
+from runner.clock import Clock
+from runner.history import RunDegraded, RunRecovered, record
+from runner.lifecycle import move_run
+from runner.records import StepRecord
+from runner.registry import ActionRegistry
+from runner.sql import run_health as health_sql
+from runner.states import Health, OnFailure, RunStatus
+
+log = logging.getLogger("runner.engine")
+
+MAX_ATTEMPTS = 3
+RETRY_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    max_attempts: int = MAX_ATTEMPTS
+    retry_seconds: float = RETRY_SECONDS
+    # How long a run lease lasts before another runner may take the run over. Renewed while a
+    # tick works on the run, so it only matters when the holder died.
+    run_lease_seconds: float = 60.0
+    # A step's lease is its action's budget plus this margin.
+    step_lease_margin_seconds: float = 15.0
+    # The most steps one run advances in one tick, so one long event cannot starve the others.
+    steps_per_tick: int = 25
+    # How many runs one tick advances at the same time (fan-out: 500 announcements at Discord's
+    # 50 per second need several in flight at once; far more than that only makes every run wait
+    # its turn for the database, on SQLite's one connection above all). Measured: bench/fanout.
+    concurrent_runs: int = 16
+    due_batch: int = 1000
+    lookahead_seconds: float = 24 * 3600
+    lookback_seconds: float = 7 * 24 * 3600
+    # A run waiting on a concurrency key is woken when the holder ends. The recheck bounds the
+    # one race that wake can miss (blocked by a holder that ended a moment before the mark was
+    # written), so keep it short; blocked runs are few.
+    blocked_recheck_seconds: float = 10.0
+    # Waits in rehearsal runs pass this many times faster (staff watch an event play out).
+    rehearsal_speed: float = 1.0
+    # A run in progress is ``stalled`` when it is this far past its wake time with no live lease
+    # (nobody is advancing it: every runner is down, wedged or too far behind) ...
+    stall_after_seconds: float = 600.0
+    # ... or when the reclaim hands one of its steps back this many times: its runner keeps
+    # dying on it (a crash loop; with the defaults, the next death spends the last attempt).
+    stall_reclaims: int = 2
+
+
+@dataclass
+class TickReport:
+    reclaimed: int = 0
+    gave_up: int = 0
+    materialised: int = 0
+    missed: int = 0
+    stalled: int = 0
+    runs_advanced: int = 0
+    steps_dispatched: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class Go(enum.Enum):
+    """Carry on driving the run."""
+
+    # The next open step of the phase, from the list already read.
+    NEXT = "next"
+    # Read the run and its open steps again first (a hold moved a due date, a claim was lost,
+    # a phase was crossed).
+    REREAD = "reread"
+
+
+@dataclass(frozen=True)
+class Stop:
+    """This run's turn is over; the tick should look at it again at ``wake`` (never, if None:
+    parked, paused or ended, and a control or a holder's end will wake it)."""
+
+    wake: dt.datetime | None = None
+
+
+# What a step or a phase boundary tells the loop driving the run.
+Verdict = Go | Stop
+
+
+class Abandon(Exception):
+    """Roll back the current transaction: a guard found the run changed underneath us."""
+
+
+# Told about a step that answered "wait for a human" (a GM cue) after its run had ended: the
+# run id, the step id, what the action answered (where the cue went) and why it is closed.
+CloseParked = Callable[[int, int, dict[str, Any] | None, str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Orphaned:
+    """A parked answer came back for a run that ended meanwhile; the step is cancelled and the
+    message it posted must be closed once the transaction is committed."""
+
+    run_id: int
+    step_id: int
+    output: dict[str, Any] | None
+    reason: str
+
+
+@dataclass
+class Lease:
+    run_id: int
+    until: dt.datetime
+    nudges_seen: int
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """An error memo key: a run that failed to advance."""
+
+    run_id: int
+
+
+@dataclass(frozen=True)
+class DefinitionKey:
+    """An error memo key: a definition whose occurrences could not be worked out."""
+
+    definition_id: int
+
+
+class RunnerBase:
+    """The runner's collaborators and the helpers more than one part needs. The parts
+    (``reclaim``, ``occurrences``, ``advance``, ``steps``) are mixed into ``Runner`` on top."""
+
+    engine: AsyncEngine
+    registry: ActionRegistry
+    clock: Clock
+    owner: str
+    settings: RunnerSettings
+    versions: catalog.VersionCache
+    close_parked: CloseParked | None
+    _tick_lock: asyncio.Lock
+    # Only for not repeating a log line; nothing the runner decides depends on it.
+    _last_error: dict[RunKey | DefinitionKey, str]
+
+    def _first_time(self, key: RunKey | DefinitionKey, exc: BaseException) -> bool:
+        """Log an error once, not on every tick it repeats (until it changes or clears)."""
+        text = f"{type(exc).__name__}: {exc}"
+        if self._last_error.get(key) == text:
+            return False
+        self._last_error[key] = text
+        return True
+
+    async def _recover(self, conn: AsyncConnection, run_id: int, now: dt.datetime) -> None:
+        """The run moved (a step settled, a phase or status changed): a stall is over."""
+        restored = await health_sql.recover(conn, run_id, now)
+        if restored is not None:
+            await record(conn, run_id, RunRecovered(Health(restored)), now)
+
+    async def _degrade(self, conn: AsyncConnection, run_id: int, now: dt.datetime, reason: str) -> None:
+        if await health_sql.degrade(conn, run_id, now):
+            await record(conn, run_id, RunDegraded(reason[:300]), now)
+
+    async def _apply_on_failure(
+        self, conn: AsyncConnection, run_id: int, step: StepRecord, error: str, now: dt.datetime
+    ) -> bool:
+        """The step is written failed; now its ``on_failure`` acts on the run. True if the run
+        stopped (paused or failed)."""
+        await self._degrade(conn, run_id, now, f"step {step.id} failed: {error}")
+        message = f"step {step.id} ({step.action_id}) failed: {error}"
+        if step.on_failure is OnFailure.SKIP:
+            return False
+        if step.on_failure is OnFailure.PAUSE:
+            froms: tuple[RunStatus, ...] = (RunStatus.RUNNING,)
+            to, cancel_open = RunStatus.PAUSED, False
+        else:
+            froms, to, cancel_open = (RunStatus.RUNNING, RunStatus.PAUSED), RunStatus.FAILED, True
+        await move_run(
+            conn,
+            run_id,
+            froms,
+            to,
+            now,
+            step_id=step.id,
+            last_error=message,
+            cancel_open=cancel_open,
+            reason="step failed",
+            error=error,
+        )
+        return True

@@ -1,0 +1,144 @@
+"""Tick stage 2: materialise upcoming occurrences of once/cron definitions (the occurrence key
+makes a second insert a no-op) and mark missed those past their own definition's grace window."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from runner import catalog
+from runner.db import DATABASE_ERRORS, retry_on_conflict
+from runner.definitions import EventDefinition, ManualSchedule
+from runner.engine.core import DefinitionKey, RunnerBase, TickReport, log
+from runner.errors import UnreadableDefinition
+from runner.lifecycle import move_run
+from runner.schedule import MAX_OCCURRENCES_PER_PASS, occurrences
+from runner.sql import definitions as definitions_sql
+from runner.sql import runs as runs_sql
+from runner.states import RunStatus
+
+_TICK = dt.timedelta(microseconds=1)
+
+
+class Materialising(RunnerBase):
+    async def _materialise(self, report: TickReport) -> None:
+        now = self.clock.now()
+        until = now + dt.timedelta(seconds=self.settings.lookahead_seconds)
+        refresh_before = now + dt.timedelta(seconds=self.settings.lookahead_seconds / 2)
+        async with self.engine.connect() as conn:
+            rows = await definitions_sql.list_all(conn)
+        for row in rows:
+            if row["materialised_until"] is not None and row["materialised_until"] > refresh_before:
+                continue
+            try:
+                report.materialised += await self._materialise_definition(row, now, until)
+            except DATABASE_ERRORS:
+                raise
+            except Exception as exc:
+                # One definition that cannot be worked out must not stop the tick for the rest.
+                report.errors.append(f"definition {row['key']}: {exc!r}")
+                if self._first_time(DefinitionKey(int(row["id"])), exc):
+                    log.exception("definition %s: cannot materialise its occurrences", row["key"])
+
+    @retry_on_conflict
+    async def _materialise_definition(self, row: sa.RowMapping, now: dt.datetime, until: dt.datetime) -> int:
+        """Create the runs of every occurrence in ``(materialised_until, until]``, each under the
+        version that was in force at its moment, at most ``MAX_OCCURRENCES_PER_PASS`` at a time;
+        the bookkeeping advances only as far as the pass really reached."""
+        created = 0
+        definition_id = int(row["id"])
+        async with self.engine.begin() as conn:
+            history = await definitions_sql.version_history(conn, definition_id)
+            # ``occurrences`` works out ``(after, until]``: starting a tick before a publishing
+            # instant keeps an occurrence at that very instant, which the open bound dropped.
+            after = row["materialised_until"] or (history[0]["published_at"] - _TICK)
+            after = max(after, now - dt.timedelta(seconds=self.settings.lookback_seconds) - _TICK)
+            remaining = MAX_OCCURRENCES_PER_PASS
+            reached = until
+            for index, version in enumerate(history):
+                # A version is in force from its publishing instant until the next one's.
+                lower = max(after, version["published_at"] - _TICK)
+                upper = until if index + 1 == len(history) else history[index + 1]["published_at"] - _TICK
+                upper = min(upper, until)
+                if lower >= upper:
+                    continue
+                in_force = await self._version_in_force(conn, row, int(version["id"]))
+                if in_force is None or isinstance(in_force.definition.schedule, ManualSchedule):
+                    continue
+                taken = await runs_sql.occurrences_taken(conn, definition_id, lower, upper)
+                scopes = in_force.definition.run_scopes()
+                for moment in self._moments(in_force.definition, lower, upper):
+                    missing = [scope for scope in scopes if (moment, scope) not in taken]
+                    for scope in missing:
+                        if await catalog.create_run(conn, in_force, scope, moment, now, actor="schedule"):
+                            created += 1
+                    # Only occurrences this pass really created count towards its budget: after a
+                    # publish, walking the ones the old version already created costs nothing.
+                    remaining -= 1 if missing else 0
+                    if remaining == 0:
+                        # The pass stopped at its cap, not at ``until``: only what it reached is
+                        # done, and the next pass carries on from there. Recording ``until`` here
+                        # silently dropped every occurrence between the cap and the lookahead.
+                        reached = moment
+                        break
+                if remaining == 0:
+                    break
+            await definitions_sql.set_materialised_until(conn, definition_id, reached)
+        return created
+
+    @staticmethod
+    def _moments(
+        definition: EventDefinition, after: dt.datetime, until: dt.datetime
+    ) -> Iterator[dt.datetime]:
+        """Every occurrence in ``(after, until]``, however many: ``occurrences`` hands them out
+        ``MAX_OCCURRENCES_PER_PASS`` at a time."""
+        while True:
+            chunk = list(occurrences(definition, after, until))
+            yield from chunk
+            if len(chunk) < MAX_OCCURRENCES_PER_PASS:
+                return
+            after = chunk[-1]
+
+    async def _version_in_force(
+        self, conn: AsyncConnection, row: sa.RowMapping, version_id: int
+    ) -> catalog.CurrentDefinition | None:
+        """The definition as it was published in ``version_id``. An older version that today's
+        rules cannot read is passed over (logged once): the current one must still be worked out.
+        The current version's problems propagate, as before."""
+        try:
+            definition = await self.versions.get(conn, version_id)
+        except UnreadableDefinition as exc:
+            if version_id == int(row["current_version_id"]):
+                raise
+            if self._first_time(DefinitionKey(int(row["id"])), exc):
+                log.warning("definition %s: version %s cannot be read: %s", row["key"], version_id, exc)
+            return None
+        return catalog.CurrentDefinition(int(row["id"]), version_id, definition)
+
+    async def _mark_missed(self, report: TickReport) -> None:
+        report.missed += await self._mark_missed_transaction()
+
+    @retry_on_conflict
+    async def _mark_missed_transaction(self) -> int:
+        now = self.clock.now()
+        missed = 0
+        async with self.engine.begin() as conn:
+            for run_id in await runs_sql.find_missed(conn, now):
+                run = await runs_sql.get(conn, run_id)
+                if run is None:
+                    continue
+                if await move_run(
+                    conn,
+                    run_id,
+                    RunStatus.SCHEDULED,
+                    RunStatus.MISSED,
+                    now,
+                    cancel_open=True,
+                    last_error="missed: not started within its grace window",
+                    scheduled_for=run.scheduled_for,
+                ):
+                    missed += 1
+        return missed

@@ -1,0 +1,123 @@
+"""Tick stage 1, and the run's health: reclaim what dead runners held; mark stalled the runs
+nobody advances.
+
+The reclaim gives up on spent steps first, then hands the rest back, never touching
+``attempts`` and never touching a parked cue; stale run leases are dropped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from collections.abc import Callable, Sequence
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from runner.db import retry_on_conflict
+from runner.engine.core import RunnerBase, TickReport
+from runner.history import (
+    RunStalled,
+    StallReason,
+    StepCancelled,
+    StepFailed,
+    StepReclaimed,
+    record,
+)
+from runner.records import StaleStep, StepRecord
+from runner.sql import run_health as health_sql
+from runner.sql import runs as runs_sql
+from runner.sql import steps as steps_sql
+from runner.states import Health, StepStatus
+
+
+class Reclaiming(RunnerBase):
+    async def _reclaim(self, report: TickReport) -> None:
+        outcome = await self._reclaim_transaction()
+        report.reclaimed += outcome.reclaimed
+        report.gave_up += outcome.failed
+
+    @retry_on_conflict
+    async def _reclaim_transaction(self) -> steps_sql.Reclaimed:
+        now = self.clock.now()
+        outcome = steps_sql.Reclaimed(0, 0)
+        async with self.engine.begin() as conn:
+            stale = await steps_sql.stale(conn, now)
+            if stale:
+                outcome = await steps_sql.reclaim_stale(
+                    conn, now, self.settings.max_attempts, step_ids=[s.id for s in stale]
+                )
+                await self._after_reclaim(conn, stale, now)
+            await runs_sql.reclaim_stale(conn, now)
+        return outcome
+
+    async def _after_reclaim(
+        self, conn: AsyncConnection, stale: Sequence[StaleStep], now: dt.datetime
+    ) -> None:
+        """Log what the reclaim did to each step and act on it. Which it was is read from the
+        data the reclaim decided on: a spent step (``attempts`` as read before the reclaim, at
+        the maximum) that is now failed was given up; cancelled, its run had ended; pending,
+        handed back."""
+        for was in stale:
+            step = await steps_sql.get(conn, was.id)
+            if step is None:
+                continue
+            if step.status is StepStatus.FAILED and was.attempts >= self.settings.max_attempts:
+                await self._gave_up(conn, step, now)
+            elif step.status is StepStatus.CANCELLED:
+                await record(conn, step.run_id, StepCancelled(reason="run ended"), now, step_id=step.id)
+            elif step.status is StepStatus.PENDING:
+                await self._handed_back(conn, step, now)
+            await runs_sql.nudge(conn, step.run_id, now)
+
+    async def _gave_up(self, conn: AsyncConnection, step: StepRecord, now: dt.datetime) -> None:
+        await record(conn, step.run_id, StepFailed(steps_sql.GAVE_UP), now, step_id=step.id)
+        await self._recover(conn, step.run_id, now)
+        await self._apply_on_failure(conn, step.run_id, step, steps_sql.GAVE_UP, now)
+
+    async def _handed_back(self, conn: AsyncConnection, step: StepRecord, now: dt.datetime) -> None:
+        await record(conn, step.run_id, StepReclaimed(step.attempts), now, step_id=step.id)
+        reclaims = await health_sql.step_reclaims(conn, step.run_id, step.id)
+        if reclaims >= self.settings.stall_reclaims:
+            event = functools.partial(RunStalled, StallReason.RECLAIMED, step_id=step.id, reclaims=reclaims)
+            await self._stall(conn, step.run_id, now, event)
+
+    async def _mark_stalled(self, report: TickReport) -> None:
+        report.stalled += await self._mark_stalled_transaction()
+
+    @retry_on_conflict
+    async def _mark_stalled_transaction(self) -> int:
+        """Runs far past their wake that nobody holds. The advance that follows in this same tick
+        usually moves them on (and ``_recover`` clears it); the two log lines then say how long
+        the run stood still, which is what staff want to know after an outage."""
+        now = self.clock.now()
+        before = now - dt.timedelta(seconds=self.settings.stall_after_seconds)
+        stalled = 0
+        async with self.engine.begin() as conn:
+            for run in await health_sql.find_overdue(conn, now, before):
+                overdue = (now - run.wake_at).total_seconds()
+                event = functools.partial(
+                    RunStalled, StallReason.OVERDUE, wake_at=run.wake_at, overdue_seconds=overdue
+                )
+                if await self._stall(conn, run.id, now, event, health=run.health):
+                    stalled += 1
+        return stalled
+
+    async def _stall(
+        self,
+        conn: AsyncConnection,
+        run_id: int,
+        now: dt.datetime,
+        event: Callable[[Health], RunStalled],
+        *,
+        health: Health | None = None,
+    ) -> bool:
+        """Mark the run stalled and log ``run.stalled`` once (with the health it had)."""
+        if health is None:
+            run = await runs_sql.get(conn, run_id)
+            if run is None:
+                return False
+            health = run.health
+        if health is Health.STALLED or not await health_sql.stall(conn, run_id, health, now):
+            return False
+        await record(conn, run_id, event(health), now)
+        return True
