@@ -111,6 +111,7 @@ async def run_view(engine: AsyncEngine, run_id: int, versions: catalog.VersionCa
         except UnreadableDefinition as exc:
             definition, unreadable = None, exc.reason
         step_rows = await steps_sql.list_for_run(conn, run_id)
+        started_by = _started_by(await history.entries_for_run(conn, run_id), run["started_by"])
     by_slot = {(s["phase"], int(s["seq"])): s for s in step_rows}
     if definition is not None:
         layout = [(p.key, p.label, [(s.label, s.action) for s in p.steps]) for p in definition.phases]
@@ -172,12 +173,21 @@ async def run_view(engine: AsyncEngine, run_id: int, versions: catalog.VersionCa
         scheduled_for=run["scheduled_for"],
         started_at=run["started_at"],
         ended_at=run["ended_at"],
-        started_by=catalog.as_actor(run["started_by"]),
+        started_by=started_by,
         last_error=run["last_error"],
         version_id=int(run["version_id"]),
         phases=phases,
         unreadable=unreadable,
     )
+
+
+def _started_by(entries: Sequence[history.Entry], stored: str | None) -> Actor | None:
+    """Who started the run, as its history says (the ``run.created`` line keeps the actor with
+    its id); the runs table's name for a run whose line is gone."""
+    created = next((e for e in entries if isinstance(e.event, history.RunCreated)), None)
+    if created is not None and created.actor is not None:
+        return created.actor
+    return catalog.as_actor(stored)
 
 
 def _layout_of_rows(step_rows: Sequence[Any]) -> list[tuple[str, str, list[tuple[str | None, str]]]]:
