@@ -28,7 +28,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.clock import DiscordClock
-from bot.cues import CueButton
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import DATABASE_ERRORS, StartupError
 from bot.staff_log import StaffLog
@@ -44,7 +43,7 @@ from wiring.services import Services, assemble
 log = logging.getLogger(__name__)
 
 # Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
-EXTENSIONS = ("bot.cogs.events",)
+EXTENSIONS = ("bot.cues", "bot.cogs.events")
 
 
 class EventBot(commands.Bot):
@@ -97,7 +96,6 @@ class EventBot(commands.Bot):
         return self.services.delivery
 
     async def setup_hook(self) -> None:
-        self.add_dynamic_items(CueButton)
         for extension in EXTENSIONS:
             await self.load_extension(extension)
         self.staff_log = StaffLog(

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
@@ -22,15 +21,13 @@ from discord.ext import commands
 
 from actions import limits
 from bot import rendering
-from bot.cues import mark_settled, settled_text
-from bot.errors import BotError, reply_to_error, send_ephemeral
-from bot.permissions import actor_of, refusal
+from bot.app import EventBot
+from bot.cue_messages import mark_settled, settled_text
+from bot.errors import BotError, reply_to_error
+from bot.permissions import actor_of, admit
 from bot.starting import check_start, confirmed_scope
 from runner import views
 from runner.controls import Control, ControlResult, Reason
-
-if TYPE_CHECKING:
-    from bot.app import EventBot
 
 START = {"capability": "start"}
 CONTROL = {"capability": "control"}
@@ -125,7 +122,6 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         result = await services.controls.start(
             key, scope=scope, actor=actor_of(interaction.user), rehearsal=rehearsal
         )
-        self.bot.nudge()
         await reply(interaction, rendering.control_answer(result))
 
     @start.autocomplete("definition")
@@ -214,8 +210,6 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
     async def _done(
         self, interaction: discord.Interaction, result: ControlResult, *, edited: int = 0
     ) -> None:
-        if result.ok:
-            self.bot.nudge()
         text = rendering.control_answer(result)
         if edited:
             text += f" ({edited} cue message{'s' if edited > 1 else ''} updated)"
@@ -327,19 +321,20 @@ class StartAnyway(discord.ui.DynamicItem[discord.ui.Button], template=START_TEMP
     ) -> StartAnyway:
         return cls(match["key"], int(match["version"]), match["scope"], match["mode"])
 
+    def capability(self) -> str:
+        return "rehearse" if self.mode == "r" else "start"
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        return await admit(EventBot.of(interaction).config, interaction, self.capability())
+
     async def callback(self, interaction: discord.Interaction) -> None:  # type: ignore[override]
         try:
-            await self._confirmed(interaction)
+            await self._confirmed(EventBot.of(interaction), interaction)
         except Exception as exc:
             await reply_to_error(interaction, exc)
 
-    async def _confirmed(self, interaction: discord.Interaction) -> None:
-        bot: EventBot = interaction.client  # type: ignore[assignment]
+    async def _confirmed(self, bot: EventBot, interaction: discord.Interaction) -> None:
         rehearsal = self.mode == "r"
-        reason = refusal(bot.config, interaction, "rehearse" if rehearsal else "start")
-        if reason is not None:
-            await send_ephemeral(interaction, reason)
-            return
         view = discord.ui.View(timeout=None)
         view.add_item(StartAnyway(self.key, self.version_id, self.scope, self.mode, disabled=True))
         await interaction.response.edit_message(view=view)
@@ -348,7 +343,6 @@ class StartAnyway(discord.ui.DynamicItem[discord.ui.Button], template=START_TEMP
         result = await services.controls.start(
             self.key, scope=scope, actor=actor_of(interaction.user), rehearsal=rehearsal
         )
-        bot.nudge()
         await interaction.followup.send(rendering.control_answer(result), ephemeral=True)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from actions.delivery import Cue, Posted
-from bot.cues import cue_view
+from bot.cue_messages import cue_view
 from runner.controls import ControlResult
 from tests.bot.conftest import Sim, buttons
 from tests.support.definitions import announce, cue, event, phase

@@ -10,7 +10,7 @@ import discord
 
 from actions import limits
 from actions.delivery import Cue
-from bot.cues import cue_embed
+from bot.cue_messages import cue_embed
 from bot.discord_delivery import nonce_for
 from bot.rendering import batch_lines, status_embed
 from runner.views import PhaseView, RunView, StepContext, StepView
