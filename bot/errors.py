@@ -10,6 +10,7 @@ bug, logged once with its traceback and the interaction's ids, and the member ge
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 import discord
 from discord import app_commands
@@ -48,6 +49,11 @@ def user_message(error: BaseException) -> str | None:
     return None
 
 
+def _custom_id(interaction: discord.Interaction) -> object:
+    data: Mapping[str, object] = interaction.data or {}
+    return data.get("custom_id")
+
+
 def _unwrap(error: BaseException) -> BaseException:
     while isinstance(error, app_commands.CommandInvokeError):
         error = error.original
@@ -67,7 +73,7 @@ async def reply_to_error(interaction: discord.Interaction, error: BaseException)
             log.error(
                 "unexpected error handling interaction %s (%s)",
                 interaction.id,
-                command or (interaction.data or {}).get("custom_id"),
+                command or _custom_id(interaction),
                 exc_info=original,
                 extra={
                     "interaction_id": interaction.id,

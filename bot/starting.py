@@ -33,9 +33,8 @@ class StartCheck:
 
 
 async def check_start(
-    services: Services,
+    services: Services[DiscordDelivery],
     config: Config,
-    delivery: DiscordDelivery,
     key: str,
     scope: str | None,
     *,
@@ -52,7 +51,7 @@ async def check_start(
             raise BotError(
                 "Rehearsals need a staff sandbox channel: set sandbox_channel in the bot's config."
             )
-        found = await delivery.check_channel(config.sandbox_channel)
+        found = await services.delivery.check_channel(config.sandbox_channel)
         problems = [Problem(message, field="sandbox_channel") for message in found]
     else:
         problems = await preflight(
@@ -62,7 +61,9 @@ async def check_start(
     return StartCheck(key, definition.title, current.version_id, token, problems)
 
 
-async def confirmed_scope(services: Services, key: str, version_id: int, scope_token: str) -> str | None:
+async def confirmed_scope(
+    services: Services[DiscordDelivery], key: str, version_id: int, scope_token: str
+) -> str | None:
     """The scope a "Start anyway" meant (``None``: every scope), if the version it checked is
     still the published one."""
     current = await views.current_definition(services.engine, key, services.versions)

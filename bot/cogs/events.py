@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import discord
 from discord import app_commands
@@ -109,9 +110,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
             )
             await reply(interaction, rendering.control_answer(refused))
             return
-        check = await check_start(
-            services, self.bot.config, self.bot.delivery, key, scope, rehearsal=rehearsal
-        )
+        check = await check_start(services, self.bot.config, key, scope, rehearsal=rehearsal)
         if check.problems:
             view = discord.ui.View(timeout=None)
             mode = "r" if rehearsal else "l"
@@ -300,7 +299,7 @@ START_TEMPLATE = (
 )
 
 
-class StartAnyway(discord.ui.DynamicItem[discord.ui.Button], template=START_TEMPLATE):
+class StartAnyway(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=START_TEMPLATE):
     """ "Start anyway" under a preflight's problems. It pins the version that was checked: if the
     event was republished since, it refuses rather than start something nobody checked."""
 
@@ -317,7 +316,7 @@ class StartAnyway(discord.ui.DynamicItem[discord.ui.Button], template=START_TEMP
 
     @classmethod
     async def from_custom_id(
-        cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str], /
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
     ) -> StartAnyway:
         return cls(match["key"], int(match["version"]), match["scope"], match["mode"])
 
@@ -327,7 +326,7 @@ class StartAnyway(discord.ui.DynamicItem[discord.ui.Button], template=START_TEMP
     async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
         return await admit(EventBot.of(interaction).config, interaction, self.capability())
 
-    async def callback(self, interaction: discord.Interaction) -> None:  # type: ignore[override]
+    async def callback(self, interaction: discord.Interaction) -> None:
         try:
             await self._confirmed(EventBot.of(interaction), interaction)
         except Exception as exc:
