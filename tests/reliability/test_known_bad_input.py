@@ -25,6 +25,7 @@ from runner.dispatch import perform
 from runner.errors import DefinitionError
 from runner.registry import Envelope
 from runner.schema import runs
+from tests.support.definitions import event, phase, wait
 from tests.support.world import T0
 from wiring.control_text import control_text as said
 
@@ -32,15 +33,7 @@ REGISTRY = validation_registry()
 
 
 def definition(**fields: Any) -> dict[str, Any]:
-    raw: dict[str, Any] = {
-        "key": "bad",
-        "title": "Bad",
-        "phases": [
-            {"key": "main", "label": "Main", "steps": [{"action": "core.wait", "params": {"duration": 5}}]}
-        ],
-    }
-    raw.update(fields)
-    return raw
+    return {**event("bad", phase("main", wait(5))), **fields}
 
 
 @pytest.mark.parametrize("duration", ["nan", float("nan"), " NaN "])

@@ -19,6 +19,8 @@ from runner import views
 from runner.engine import Runner
 from runner.schedule import MAX_OCCURRENCES_PER_PASS
 from runner.schema import definitions, runs
+from tests.support.definitions import cron as on_cron
+from tests.support.definitions import event
 from tests.support.world import T0, World, later, phase, step
 from wiring.control_text import control_text as said
 
@@ -39,13 +41,7 @@ async def materialised_until(world: World) -> dt.datetime | None:
 async def publish_cron(world: World, cron: str) -> None:
     world.register(world.scripted.action("test.noop"))
     await world.publish(
-        {
-            "key": "often",
-            "title": "Often",
-            "schedule": {"cron": cron, "timezone": "UTC"},
-            "grace_seconds": 120,
-            "phases": [phase("main", step("test.noop"))],
-        }
+        event("often", phase("main", step("test.noop")), schedule=on_cron(cron), grace_seconds=120)
     )
 
 
@@ -130,13 +126,13 @@ async def test_defect_01b_publishing_a_new_version_keeps_the_occurrences_the_old
     world.clock.set(down_until)
     first_version = (await scheduled_version_ids(world))[0]
     await world.publish(
-        {
-            "key": "often",
-            "title": "Often, renamed",
-            "schedule": {"cron": "*/15 * * * *", "timezone": "UTC"},
-            "grace_seconds": 120,
-            "phases": [phase("main", step("test.noop"))],
-        }
+        event(
+            "often",
+            phase("main", step("test.noop")),
+            title="Often, renamed",
+            schedule=on_cron("*/15 * * * *"),
+            grace_seconds=120,
+        )
     )
     for _ in range(60):  # a pass creates at most 50: let it catch up
         await world.tick(down_until)
@@ -164,13 +160,13 @@ async def test_defect_01c_a_pass_after_a_publish_does_not_spend_its_budget_on_ru
     await publish_cron(world, "*/15 * * * *")
     await world.tick(T0)  # 50 occurrences: T0 to T0 + 12 h 15 min
     await world.publish(
-        {
-            "key": "often",
-            "title": "Often, v2",
-            "schedule": {"cron": "*/15 * * * *", "timezone": "UTC"},
-            "grace_seconds": 120,
-            "phases": [phase("main", step("test.noop"))],
-        }
+        event(
+            "often",
+            phase("main", step("test.noop")),
+            title="Often, v2",
+            schedule=on_cron("*/15 * * * *"),
+            grace_seconds=120,
+        )
     )
     later_on = T0 + dt.timedelta(hours=13)
     await world.tick(later_on)

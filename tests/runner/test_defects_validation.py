@@ -27,6 +27,7 @@ from runner.errors import DefinitionError, Problem
 from runner.preflight import preflight
 from runner.registry import Envelope
 from runner.schema import runs
+from tests.support import definitions as factory
 from tests.support.world import T0
 from wiring.control_text import control_text as said
 from wiring.services import assemble
@@ -35,20 +36,16 @@ REGISTRY = validation_registry()
 
 
 def announce(**params: Any) -> dict[str, Any]:
-    return {"action": "discord.announce", "params": {"channel": "announcements", **params}}
+    return factory.announce(params.pop("content", None), **params)
 
 
 def cue(**params: Any) -> dict[str, Any]:
-    return {"action": "gm.cue", "params": {"instructions": "Open the gates", **params}}
+    return factory.cue(**params)
 
 
 def event(*steps: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    return {
-        "key": "defects",
-        "title": "Defects",
-        "phases": [{"key": "main", "label": "Main", "steps": list(steps)}],
-        **fields,
-    }
+    """A one-phase event of ``steps`` (the definition factory's)."""
+    return factory.event("defects", factory.phase("main", *steps), **fields)
 
 
 def refused(raw: dict[str, Any]) -> list[Problem]:
@@ -99,18 +96,7 @@ async def test_defect_05_preflight_flags_a_stored_cue_that_pings_a_raw_role_id()
     """Before: a version published before this rule (a raw role id on a cue) passed preflight.
     Now preflight (the verify dispatch every start runs) refuses it, because dispatch holds
     params to the action's own model: a problem at its phase and step, and nothing sent."""
-    stored = defs.from_spec(
-        {
-            **event(cue()),
-            "phases": [
-                {
-                    "key": "main",
-                    "label": "Main",
-                    "steps": [cue(ping_role="123456789012345678")],
-                }
-            ],
-        }
-    )
+    stored = defs.from_spec(event(cue(ping_role="123456789012345678")))
     delivery = RecordingDelivery()
 
     async def no_context(run_id: int, step_id: int) -> None:
@@ -169,11 +155,11 @@ async def test_defect_08_what_validates_is_what_the_actions_accept() -> None:
 
 
 def wait(seconds: int = 60) -> dict[str, Any]:
-    return {"action": "core.wait", "params": {"duration": seconds}}
+    return factory.wait(seconds)
 
 
 def phases(count: int, steps: int) -> list[dict[str, Any]]:
-    return [{"key": f"p{i}", "label": f"Phase {i}", "steps": [wait()] * steps} for i in range(count)]
+    return [factory.phase(f"p{i}", *[wait()] * steps, label=f"Phase {i}") for i in range(count)]
 
 
 @pytest.mark.parametrize(
@@ -228,21 +214,18 @@ def test_defect_10_a_cron_that_fires_too_often_for_its_scopes_is_refused(
 def largest_event() -> dict[str, Any]:
     """The largest fan-out the limits allow: 500 scopes, each with a phase of 5 announcements."""
     per_scope = limits.MAX_FANOUT_STEPS // limits.MAX_SCOPES
-    return {
-        "key": "largest",
-        "title": "The largest allowed event",
-        "scopes": [f"world-{i}" for i in range(limits.MAX_SCOPES)],
-        "phases": [
-            {
-                "key": "herald",
-                "label": "Herald",
-                "steps": [
-                    {**announce(content=f"Wave {n} reaches {{scope}}!"), "on_failure": "abort_run"}
-                    for n in range(per_scope)
-                ],
-            }
-        ],
-    }
+    return factory.event(
+        "largest",
+        factory.phase(
+            "herald",
+            *[
+                factory.announce(f"Wave {n} reaches {{scope}}!", on_failure="abort_run")
+                for n in range(per_scope)
+            ],
+        ),
+        title="The largest allowed event",
+        scopes=[f"world-{i}" for i in range(limits.MAX_SCOPES)],
+    )
 
 
 def test_defect_10_the_largest_allowed_event_validates() -> None:
