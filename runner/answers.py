@@ -10,10 +10,12 @@ back out of a sentence.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from runner.history import Actor
+from runner.records import RunRecord, StepRecord
 from runner.states import RUN_TERMINAL, STEP_OPEN, StepStatus
 
 
@@ -135,18 +137,20 @@ class ControlResult:
 CUE_ACTION = "gm.cue"
 
 
-def _posted_message(step: Any) -> str | None:
+def _posted_message(step: StepRecord) -> str | None:
     """The message id a cue step's action answered it was posted as, if it says."""
-    result = step["result"]
+    result = step.result
     posted = result.get("posted") if isinstance(result, dict) else None
     message_id = posted.get("message_id") if isinstance(posted, dict) else None
     return str(message_id) if message_id is not None else None
 
 
-def not_this_cue(control: Control, step: Any, step_id: int, message_id: str | None) -> ControlResult | None:
+def not_this_cue(
+    control: Control, step: StepRecord, step_id: int, message_id: str | None
+) -> ControlResult | None:
     """Why a cue button may not act on ``step``: it is no GM cue, or the cue was posted as
     another message than the one whose button was pressed (a stale or copied custom id)."""
-    if step["action_id"] != CUE_ACTION:
+    if step.action_id != CUE_ACTION:
         return ControlResult(False, control, Reason.NOT_A_CUE, step_id=step_id)
     posted = _posted_message(step)
     if message_id is not None and posted is not None and posted != message_id:
@@ -154,24 +158,23 @@ def not_this_cue(control: Control, step: Any, step_id: int, message_id: str | No
     return None
 
 
-def refused_run(control: Control, run: Any | None, run_id: int, **facts: Any) -> ControlResult:
+def refused_run(control: Control, run: RunRecord | None, run_id: int, **facts: Any) -> ControlResult:
     """Why ``control`` could not act on this run: there is none, it ended, or it is in flight in
     another status than the one the control acts from."""
     if run is None:
         return ControlResult(False, control, Reason.NO_SUCH_RUN, run_id=run_id, **facts)
-    status = run["status"]
-    reason = Reason.RUN_ENDED if status in RUN_TERMINAL else Reason.WRONG_RUN_STATUS
-    return ControlResult(False, control, reason, run_id=run_id, run_status=status, **facts)
+    reason = Reason.RUN_ENDED if run.status in RUN_TERMINAL else Reason.WRONG_RUN_STATUS
+    return ControlResult(False, control, reason, run_id=run_id, run_status=run.status, **facts)
 
 
 def refused_step(
-    control: Control, step: Any | None, step_id: int, run: Any | None, **facts: Any
+    control: Control, step: StepRecord | None, step_id: int, run: RunRecord | None, **facts: Any
 ) -> ControlResult:
     """Why a confirm or skip could not act on this step (its status, or its run's)."""
     if step is None:
         return ControlResult(False, control, Reason.NO_SUCH_STEP, step_id=step_id, **facts)
-    status = step["status"]
-    run_status = run["status"] if run is not None else None
+    status = step.status
+    run_status = run.status if run is not None else None
     ended = run_status in RUN_TERMINAL
     said: dict[str, Any] = {}
     if status in STEP_OPEN and ended:
@@ -190,7 +193,7 @@ def refused_step(
         said["run_status"] = run_status if ended else None
     elif status == StepStatus.FAILED:
         reason = Reason.STEP_FAILED
-    elif status == StepStatus.RUNNING and step["claim_expires_at"] is not None:
+    elif step.leased:
         reason = Reason.STEP_IN_PROGRESS
     elif status == StepStatus.PENDING:
         reason = Reason.STEP_NOT_REACHED
@@ -199,8 +202,9 @@ def refused_step(
     return ControlResult(False, control, reason, step_id=step_id, step_status=status, **said, **facts)
 
 
-def settled_by(step: Any) -> Actor | None:
-    """Who settled a step by hand, from its row (``None``: its action did, or nobody yet)."""
+def settled_by(step: Mapping[Any, Any] | StepRecord) -> Actor | None:
+    """Who settled a step by hand, from its row or record (``None``: its action did, or nobody
+    yet)."""
     if "settled_by_name" in step:
         name, actor_id = step["settled_by_name"], step["settled_by_id"]
         return Actor(None if actor_id is None else str(actor_id), str(name)) if name else None
@@ -208,8 +212,8 @@ def settled_by(step: Any) -> Actor | None:
     return Actor(None, str(legacy)) if legacy else None
 
 
-def cue_ref(step: Any | None, step_id: int, run_id: int) -> CueRef:
+def cue_ref(step: StepRecord | None, step_id: int, run_id: int) -> CueRef:
     """The cue as it stands after a refused settle, so its message can be brought up to date."""
     if step is None:
         return CueRef(step_id, run_id, "missing", None)
-    return CueRef(step_id, run_id, step["status"], step["result"])
+    return CueRef(step_id, run_id, step.status, step.result)

@@ -42,7 +42,6 @@ __all__ = ["CUE_ACTION", "CUE_VERBS", "Control", "ControlResult", "Controls", "C
 
 CUE_VERBS = ("confirm", "skip")
 
-MANUAL_START_ATTEMPTS = 8
 # Row ids are positive 64-bit integers. Anything else names no row, and SQLite's driver refuses
 # to even bind an integer past 2**63, so such an id is answered without asking the database.
 MAX_ID = 2**63 - 1
@@ -149,17 +148,12 @@ class Controls:
         actor: Actor | None,
         rehearsal: bool,
     ) -> int | None:
-        """A manual start is not an occurrence of a schedule: if another run of this event and
-        scope was created in the same microsecond (a rehearsal beside a live start, a fast
-        clock), step past it rather than refuse. The occurrence key still guards schedules."""
-        for offset in range(MANUAL_START_ATTEMPTS):
-            moment = now + dt.timedelta(microseconds=offset)
-            run_id = await catalog.create_run(
-                conn, current, scope, moment, now, actor=actor, rehearsal=rehearsal
-            )
-            if run_id is not None:
-                return run_id
-        return None
+        """A manual start is not an occurrence of a schedule and holds no occurrence key, so a
+        rehearsal beside a live start (or two in one microsecond) never collide; the key still
+        guards schedules."""
+        return await catalog.create_run(
+            conn, current, scope, now, now, actor=actor, rehearsal=rehearsal, manual=True
+        )
 
     # ── pause / resume / cancel ───────────────────────────────────────────
 
@@ -181,7 +175,7 @@ class Controls:
             ):
                 return ControlResult(True, Control.PAUSE, Reason.PAUSED, run_id=run_id)
             run = await runs_sql.get(conn, run_id)
-        if run is not None and run["status"] == RunStatus.PAUSED:
+        if run is not None and run.status is RunStatus.PAUSED:
             return ControlResult(False, Control.PAUSE, Reason.ALREADY_PAUSED, run_id=run_id)
         return refused_run(Control.PAUSE, run, run_id)
 
@@ -209,15 +203,15 @@ class Controls:
         now = self.clock.now()
         async with self.engine.begin() as conn:
             run = await runs_sql.get_for_update(conn, run_id)
-            if run is None or run["status"] not in RUN_IN_FLIGHT:
+            if run is None or run.status not in RUN_IN_FLIGHT:
                 return refused_run(Control.CANCEL, run, run_id)
             cues = await steps_sql.parked_cues(conn, run_id)
             error = f"cancelled by {_name(actor)}: {reason}"
-            detail = {"from": run["status"], "control": "cancel", "reason": reason}
+            detail = {"from": run.status, "control": "cancel", "reason": reason}
             ended = await end_run(
                 conn,
                 run_id,
-                run["status"],
+                run.status,
                 RunStatus.CANCELLED,
                 now,
                 error=error,
@@ -251,18 +245,19 @@ class Controls:
         async with self.engine.begin() as conn:
             run = await runs_sql.get_for_update(conn, run_id)
             # A retry acts on a run that is going or paused: the statuses a step is settled in.
-            if run is None or run["status"] not in RUN_SETTLES_STEPS:
+            if run is None or run.status not in RUN_SETTLES_STEPS:
                 return refused_run(Control.RETRY, run, run_id)
-            phase = run["current_phase"]
+            phase, step = run.current_phase, None
             seq = await steps_sql.last_started_seq(conn, run_id, phase) if phase else None
-            step = await steps_sql.at_seq(conn, run_id, phase, seq) if seq is not None else None
+            if phase and seq is not None:
+                step = await steps_sql.at_seq(conn, run_id, phase, seq)
             if step is None or step["status"] != StepStatus.FAILED:
                 return ControlResult(False, Control.RETRY, Reason.NOTHING_TO_RETRY, run_id=run_id)
             if not await steps_sql.requeue(conn, int(step["id"]), now):
                 return ControlResult(False, Control.RETRY, Reason.NO_LONGER_FAILED, run_id=run_id)
             requeued = StepRequeued(previous_error=step["last_error"])
             await record(conn, run_id, requeued, now, step_id=int(step["id"]), actor=actor)
-            if run["status"] == RunStatus.PAUSED:
+            if run.status is RunStatus.PAUSED:
                 if not await _resume(conn, run_id, now, actor, "retry"):
                     raise _Raced
             else:
@@ -311,12 +306,12 @@ class Controls:
             step = await steps_sql.get(conn, step_id)
             if step is None:
                 return refused_step(Control.CONFIRM, None, step_id, None)
-            run_id = int(step["run_id"])
+            run_id = step.run_id
             refused = not_this_cue(Control.CONFIRM, step, step_id, message_id) if cue_only else None
             if refused is not None:
                 return refused
             if not await steps_sql.confirm_parked(
-                conn, step_id, now, actor=catalog.stored_name(actor), note=note
+                conn, step_id, now, actor=as_actor(actor), note=note
             ):
                 step = await steps_sql.get(conn, step_id)
                 run = await runs_sql.get(conn, run_id)
@@ -326,7 +321,7 @@ class Controls:
             await record(conn, run_id, StepConfirmed(note), now, step_id=step_id, actor=as_actor(actor))
             await runs_sql.nudge(conn, run_id, now)
             run = await runs_sql.get(conn, run_id)
-            ref = CueRef(step_id, run_id, StepStatus.DONE, step["result"])
+            ref = CueRef(step_id, run_id, StepStatus.DONE, step.result)
         self._changed()
         return ControlResult(
             True,
@@ -335,7 +330,7 @@ class Controls:
             run_id=run_id,
             step_id=step_id,
             cues=(ref,),
-            run_status=run["status"] if run is not None else None,
+            run_status=run.status if run is not None else None,
         )
 
     @retry_on_conflict
@@ -358,18 +353,18 @@ class Controls:
         now = self.clock.now()
         async with self.engine.begin() as conn:
             step = await steps_sql.get(conn, step_id)
-            if step is None or (run_id is not None and int(step["run_id"]) != run_id):
+            if step is None or (run_id is not None and step.run_id != run_id):
                 return ControlResult(False, Control.SKIP, Reason.NO_SUCH_STEP, step_id=step_id, run_id=run_id)
-            owner_run = int(step["run_id"])
+            owner_run = step.run_id
             refused = not_this_cue(Control.SKIP, step, step_id, message_id) if cue_only else None
             if refused is not None:
                 return refused
             run = await runs_sql.get(conn, owner_run)
-            if run is None or run["status"] not in RUN_IN_FLIGHT:
-                ref = CueRef(step_id, owner_run, step["status"], step["result"])
+            if run is None or run.status not in RUN_IN_FLIGHT:
+                ref = CueRef(step_id, owner_run, step.status, step.result)
                 return refused_run(Control.SKIP, run, owner_run, step_id=step_id, cues=(ref,))
             if not await steps_sql.skip_by_human(
-                conn, step_id, now, actor=catalog.stored_name(actor), note=note, parked_only=cue_only
+                conn, step_id, now, actor=as_actor(actor), note=note, parked_only=cue_only
             ):
                 step = await steps_sql.get(conn, step_id)
                 return refused_step(
@@ -382,7 +377,7 @@ class Controls:
                 )
             await record(conn, owner_run, StepSkipped(note), now, step_id=step_id, actor=as_actor(actor))
             await runs_sql.nudge(conn, owner_run, now)
-            ref = CueRef(step_id, owner_run, StepStatus.SKIPPED, step["result"])
+            ref = CueRef(step_id, owner_run, StepStatus.SKIPPED, step.result)
         self._changed()
         return ControlResult(
             True,
@@ -391,7 +386,7 @@ class Controls:
             run_id=owner_run,
             step_id=step_id,
             cues=(ref,),
-            run_status=run["status"],
+            run_status=run.status,
         )
 
 
