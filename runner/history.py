@@ -337,10 +337,6 @@ def parse_event(kind: str, detail: Mapping[str, Any] | None) -> Event:
 
 
 def _actor_of(row: Mapping[Any, Any]) -> Actor | None:
-    if "actor_name" not in row:
-        # Before migration 0004 the actor was one "name (id)" string.
-        legacy = row.get("actor")
-        return None if legacy is None else Actor(None, str(legacy))
     name = row.get("actor_name")
     if name is None:
         return None
@@ -366,7 +362,8 @@ async def record(
         event.kind,
         at,
         step_id=step_id,
-        actor=actor,
+        actor_id=actor.id if actor else None,
+        actor_name=actor.name if actor else None,
         detail=event.detail(),
     )
 

@@ -20,7 +20,6 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.history import Actor, PhaseStarted, RunStatusChanged, record
-from runner.sql import run_log
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
 from runner.states import RUN_TRANSITIONS, RunStatus
@@ -53,7 +52,7 @@ async def _move(
     to: RunStatus | str,
     now: dt.datetime,
     *,
-    actor: Actor | str | None,
+    actor: Actor | None,
     step_id: int | None,
     last_error: str | None,
     claim: Claim | None,
@@ -83,13 +82,7 @@ async def _move(
         steps_cancelled=cancelled,
         **fields,
     )
-    if isinstance(actor, str):
-        # A front end that still hands over a label (until every control takes an ``Actor``).
-        await run_log.write(
-            conn, run_id, event.kind, now, step_id=step_id, actor=actor, detail=event.detail()
-        )
-    else:
-        await record(conn, run_id, event, now, step_id=step_id, actor=actor)
+    await record(conn, run_id, event, now, step_id=step_id, actor=actor)
     return cancelled or 0
 
 
@@ -100,7 +93,7 @@ async def move_run(
     to: RunStatus | str,
     now: dt.datetime,
     *,
-    actor: Actor | str | None = None,
+    actor: Actor | None = None,
     step_id: int | None = None,
     last_error: str | None = None,
     claim: Claim | None = None,
@@ -143,7 +136,7 @@ async def end_run(
     *,
     error: str,
     detail: Mapping[str, Any] | None = None,
-    actor: Actor | str | None = None,
+    actor: Actor | None = None,
     step_id: int | None = None,
 ) -> int | None:
     """``move_run(..., cancel_open=True)`` answering how many steps it cancelled (``None``: the

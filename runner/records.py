@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
+from runner.history import Actor
 from runner.states import Health, OnFailure, RunStatus, StepStatus
 
 
@@ -50,6 +51,8 @@ class RunRecord(_Record):
     health: Health
     current_phase: str | None
     scheduled_for: dt.datetime
+    # The schedule's moment this run is the occurrence of; ``None`` for a manual start.
+    occurrence_at: dt.datetime | None
     concurrency_key: str | None
     rehearsal: bool
     started_by: str | None
@@ -126,7 +129,8 @@ class StepRecord(_Record):
     claim_expires_at: dt.datetime | None
     last_error: str | None
     result: Any
-    settled_by: str | None
+    settled_by_id: str | None
+    settled_by_name: str | None
     note: str | None
     started_at: dt.datetime | None
     finished_at: dt.datetime | None
@@ -145,6 +149,13 @@ class StepRecord(_Record):
             on_failure=OnFailure(row["on_failure"]),
         )
         return cls(**values)
+
+    @property
+    def settled_by(self) -> Actor | None:
+        """Who confirmed or skipped it by hand."""
+        if self.settled_by_name is None:
+            return None
+        return Actor(self.settled_by_id, self.settled_by_name)
 
     @property
     def parked(self) -> bool:

@@ -129,6 +129,10 @@ runs = sa.Table(
     sa.Column("health", _enum("run_health", Health), nullable=False, server_default=Health.OK.value),
     sa.Column("current_phase", sa.String(64), nullable=True),
     sa.Column("scheduled_for", _utc_datetime(), nullable=False),
+    # The moment of the schedule this run is the occurrence of, and the column the occurrence key
+    # holds; NULL for a manual start, which is no occurrence (any number of NULLs pass a unique
+    # index on both backends), so starts never collide and scheduled occurrences still do.
+    sa.Column("occurrence_at", _utc_datetime(), nullable=True),
     sa.Column("concurrency_key", sa.String(190), nullable=True),
     sa.Column("rehearsal", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("started_by", sa.String(100), nullable=True),
@@ -156,7 +160,7 @@ runs = sa.Table(
     sa.Column("nudges", sa.Integer, nullable=False, server_default=sa.text("0")),
     sa.Column("created_at", _utc_datetime(), nullable=False),
     sa.Column("updated_at", _utc_datetime(), nullable=False),
-    sa.UniqueConstraint("definition_id", "scope", "scheduled_for", name="uq_evrun_occurrence"),
+    sa.UniqueConstraint("definition_id", "scope", "occurrence_at", name="uq_evrun_occurrence"),
     sa.UniqueConstraint("concurrency_slot", name="uq_evrun_concurrency_slot"),
     sa.Index("idx_evrun_due", "status", "scheduled_for"),
     sa.Index("idx_evrun_concurrency", "concurrency_key", "status"),
@@ -195,8 +199,10 @@ steps = sa.Table(
     sa.Column("last_error", sa.String(500), nullable=True),
     # What the action reported back (e.g. where a cue was posted, so it can be edited later).
     sa.Column("result", sa.JSON, nullable=True),
-    # Who settled a step by hand (confirm / skip) and the note they left.
-    sa.Column("settled_by", sa.String(100), nullable=True),
+    # Who settled a step by hand (confirm / skip): an id a front end can mention (NULL for the
+    # command line or a rehearsal) and a display name; and the note they left.
+    sa.Column("settled_by_id", sa.String(64), nullable=True),
+    sa.Column("settled_by_name", sa.String(100), nullable=True),
     sa.Column("note", sa.String(500), nullable=True),
     sa.Column("started_at", _utc_datetime(), nullable=True),
     sa.Column("finished_at", _utc_datetime(), nullable=True),
@@ -215,7 +221,9 @@ run_log = sa.Table(
     sa.Column("run_id", _big_id(), nullable=False),
     sa.Column("step_id", _big_id(), nullable=True),
     sa.Column("kind", sa.String(48), nullable=False),
-    sa.Column("actor", sa.String(100), nullable=True),
+    # Who did it by hand (``history.Actor``); NULL for the tick.
+    sa.Column("actor_id", sa.String(64), nullable=True),
+    sa.Column("actor_name", sa.String(100), nullable=True),
     sa.Column("detail", sa.JSON, nullable=True),
     sa.Column("at", _utc_datetime(), nullable=False),
     sa.Index("idx_evlog_run", "run_id", "id"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -18,13 +18,6 @@ from runner.schema import run_log
 Row = sa.RowMapping
 
 
-class ActorLike(Protocol):
-    @property
-    def id(self) -> str | None: ...
-    @property
-    def name(self) -> str: ...
-
-
 async def write(
     conn: AsyncConnection,
     run_id: int,
@@ -32,15 +25,20 @@ async def write(
     at: dt.datetime,
     *,
     step_id: int | None = None,
-    actor: ActorLike | str | None = None,
+    actor_id: str | None = None,
+    actor_name: str | None = None,
     detail: dict[str, Any] | None = None,
 ) -> None:
-    """One line. New code writes through ``runner.history.record``."""
-    if actor is not None and not isinstance(actor, str):
-        actor = f"{actor.name} ({actor.id})"[:100] if actor.id else actor.name[:100]
+    """One line. Written through ``runner.history.record``, which types the detail."""
     await conn.execute(
         sa.insert(run_log).values(
-            run_id=run_id, step_id=step_id, kind=kind, actor=actor, detail=detail, at=at
+            run_id=run_id,
+            step_id=step_id,
+            kind=kind,
+            actor_id=actor_id,
+            actor_name=actor_name[:100] if actor_name else actor_name,
+            detail=detail,
+            at=at,
         )
     )
 

@@ -35,14 +35,17 @@ async def insert(
     now: dt.datetime,
     rehearsal: bool = False,
     started_by: str | None = None,
+    manual: bool = False,
 ) -> int | None:
-    """Create one occurrence; ``None`` when ``uq_evrun_occurrence`` already holds it."""
+    """Create one occurrence; ``None`` when ``uq_evrun_occurrence`` already holds it. A
+    ``manual`` run (started by hand) is no occurrence: it holds no key and never collides."""
     result = await conn.execute(
         insert_ignore(conn, runs).values(
             definition_id=definition_id,
             version_id=version_id,
             scope=scope,
             scheduled_for=scheduled_for,
+            occurrence_at=None if manual else scheduled_for,
             concurrency_key=concurrency_key,
             rehearsal=rehearsal,
             started_by=started_by,
@@ -219,13 +222,13 @@ async def set_last_error(conn: AsyncConnection, run_id: int, error: str | None, 
 async def occurrences_taken(
     conn: AsyncConnection, definition_id: int, after: dt.datetime, until: dt.datetime
 ) -> set[tuple[dt.datetime, str]]:
-    """The ``(scheduled_for, scope)`` pairs of ``uq_evrun_occurrence`` already held in
+    """The ``(occurrence_at, scope)`` pairs of ``uq_evrun_occurrence`` already held in
     ``(after, until]``: a pass that walks them again creates nothing there and must not spend its
     budget on them."""
-    query = sa.select(runs.c.scheduled_for, runs.c.scope).where(
-        runs.c.definition_id == definition_id, runs.c.scheduled_for > after, runs.c.scheduled_for <= until
+    query = sa.select(runs.c.occurrence_at, runs.c.scope).where(
+        runs.c.definition_id == definition_id, runs.c.occurrence_at > after, runs.c.occurrence_at <= until
     )
-    return {(row.scheduled_for, row.scope) for row in (await conn.execute(query)).all()}
+    return {(row.occurrence_at, row.scope) for row in (await conn.execute(query)).all()}
 
 
 async def find_due(conn: AsyncConnection, now: dt.datetime, limit: int) -> list[DueRun]:

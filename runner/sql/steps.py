@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
+from runner.history import Actor
 from runner.records import StaleStep, StepRecord
 from runner.schema import runs, steps
 from runner.states import (
@@ -358,7 +359,7 @@ async def reclaim_stale(
 
 
 async def confirm_parked(
-    conn: AsyncConnection, step_id: int, now: dt.datetime, *, actor: str | None, note: str | None
+    conn: AsyncConnection, step_id: int, now: dt.datetime, *, actor: Actor | str | None, note: str | None
 ) -> bool:
     """A human confirms a parked cue. A leased step is somebody's dispatch in progress and is
     refused; a second confirm matches nothing and is told 0."""
@@ -370,7 +371,7 @@ async def skip_by_human(
     step_id: int,
     now: dt.datetime,
     *,
-    actor: str | None,
+    actor: Actor | str | None,
     note: str | None,
     parked_only: bool = False,
 ) -> bool:
@@ -387,9 +388,12 @@ async def _settle_by_human(
     guard: sa.ColumnElement[bool],
     status: StepStatus,
     now: dt.datetime,
-    actor: str | None,
+    actor: Actor | str | None,
     note: str | None,
 ) -> bool:
+    if isinstance(actor, str):
+        # A caller that still hands over a bare name (the command line's "cli" and the like).
+        actor = Actor(None, actor)
     outcome = await conn.execute(
         sa.update(steps)
         .where(steps.c.id == step_id, guard, _run_not_ended)
@@ -397,7 +401,8 @@ async def _settle_by_human(
             status=status,
             finished_at=now,
             claimed_by=None,
-            settled_by=actor,
+            settled_by_id=actor.id if actor else None,
+            settled_by_name=actor.name[:100] if actor else None,
             note=note[:500] if note else None,
             updated_at=now,
         )

@@ -417,7 +417,7 @@ def test_defect_15_leftover_rehearsal_runs_are_cancelled_with_a_reason(
 
     async def cancel_lines(engine: AsyncEngine) -> int:
         async with engine.connect() as conn:
-            query = sa.select(sa.func.count()).where(run_log.c.actor == "rehearse --cancel")
+            query = sa.select(sa.func.count()).where(run_log.c.actor_name == "rehearse --cancel")
             return int((await conn.execute(query)).scalar_one())
 
     assert on_database(url, cancel_lines) >= 3

@@ -51,7 +51,6 @@ from actions import validation_registry
 from bot.app import EventBot, create_bot, sync_tree
 from bot.cogs.events import StartAnyway
 from bot.cues import cue_view
-from bot.permissions import actor_label
 from bot.starting import ALL_SCOPES
 from runner import catalog, definitions
 from runner.schema import metadata
@@ -401,7 +400,6 @@ async def assert_succeeded(
 ) -> None:
     engine = world.engine
     member = world.actors[actor]
-    label = actor_label(member)  # type: ignore[arg-type]
     if control in ("status", "list"):
         assert result.acknowledged and result.ephemeral
         embeds = [e for m in [result.response, *result.followups] if m is not None for e in m.embeds]
@@ -415,13 +413,16 @@ async def assert_succeeded(
         verb = control.removeprefix("cue ")
         step = await step_row(engine, CUE)
         assert step.status == ("done" if verb == "Confirm" else "skipped")
-        assert step.settled_by == label
+        assert (step.settled_by_id, step.settled_by_name) == (str(member.id), member.name)
         word = "✅ Confirmed" if verb == "Confirm" else "⏭️ Skipped"
         edited = world.channels["gm_cues"].last_message
         assert edited.id == staged.message.id  # type: ignore[union-attr]
         assert edited.content.startswith(f"{word} by {member.mention}")
         kind = "step.confirmed" if verb == "Confirm" else "step.skipped"
-        assert any(r.kind == kind and r.actor == label for r in await new_log(world, staged))
+        assert any(
+            r.kind == kind and (r.actor_id, r.actor_name) == (str(member.id), member.name)
+            for r in await new_log(world, staged)
+        )
         return
     if control.endswith(" anyway"):
         assert result.acknowledged
@@ -436,7 +437,7 @@ async def assert_succeeded(
         rehearsal = control.lower().startswith("rehearse")
         which = "rehearsal of " if rehearsal else ""
         assert text == f"✅ started {which}Harbour Raid as run {RUN}"
-        assert (run.started_by, run.rehearsal) == (label, rehearsal)
+        assert (run.started_by, run.rehearsal) == (member.name, rehearsal)
         return
     expected = {
         "pause": (f"✅ run {RUN} paused", "paused", "run.status"),
@@ -449,7 +450,10 @@ async def assert_succeeded(
     answer, status, kind = expected[control]
     assert text == answer
     assert run.status == status
-    assert any(r.kind == kind and r.actor == label for r in await new_log(world, staged))
+    assert any(
+        r.kind == kind and (r.actor_id, r.actor_name) == (str(member.id), member.name)
+        for r in await new_log(world, staged)
+    )
     if control == "retry":
         assert (await step_row(engine, ANNOUNCE)).status == "done", "the retried announcement went out"
     if control == "skip":

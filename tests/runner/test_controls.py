@@ -40,7 +40,7 @@ async def test_confirm_settles_a_parked_cue_logs_the_actor_and_the_run_carries_o
     result = await world.controls.confirm(cue["id"], actor="gm:ana", note="gate opened")
     assert result.ok and said(result) == "confirmed"
     line = (await world.log(run_id))[-1]
-    assert (line["kind"], line["actor"]) == ("step.confirmed", "gm:ana")
+    assert (line["kind"], line["actor_name"]) == ("step.confirmed", "gm:ana")
 
     await world.tick(later(1))
     assert (await world.run(run_id))["status"] == "completed"
@@ -108,7 +108,7 @@ async def test_pause_is_a_cas_from_running_and_a_second_pause_says_so(cue_world:
     )
     assert await snapshot(world, run_id) == before
     line = [entry for entry in await world.log(run_id) if entry["kind"] == "run.status"][-1]
-    assert (line["actor"], line["detail"]["to"]) == ("mod", "paused")
+    assert (line["actor_name"], line["detail"]["to"]) == ("mod", "paused")
 
 
 async def test_controls_on_a_run_that_does_not_exist_say_no_such_run(cue_world: World) -> None:
@@ -189,7 +189,7 @@ async def test_cancel_needs_a_reason_and_cancels_pending_steps_and_parked_cues(c
     assert (await world.run(run_id))["status"] == "cancelled"
     assert [s["status"] for s in await world.steps_of(run_id)] == ["cancelled", "cancelled"]
     line = (await world.log(run_id))[-1]
-    assert (line["actor"], line["detail"]["reason"]) == ("mod", "server restart")
+    assert (line["actor_name"], line["detail"]["reason"]) == ("mod", "server restart")
 
     cue = (await world.steps_of(run_id))[0]
     late = await world.controls.confirm(cue["id"], actor="gm")
@@ -268,7 +268,7 @@ async def test_start_creates_one_run_per_scope_and_refuses_a_second_start_in_fli
         "never blocks the live event"
     )
     created = [line for line in await world.log(started.run_ids[0]) if line["kind"] == "run.created"]
-    assert created[0]["actor"] == "mod"
+    assert created[0]["actor_name"] == "mod"
 
 
 async def test_a_control_wakes_the_front_end(world: World) -> None:

@@ -3,17 +3,22 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from runner.db import create_engine
-from runner.migrate import current_revision, drift, upgrade
+from runner.migrate import alembic_config, current_revision, drift, upgrade
+from runner.schema import run_log, runs, steps
+from runner.sql import runs as runs_sql
 
-HEAD = "0003"
+HEAD = "0004"
 
 
 async def _tables(engine: AsyncEngine) -> set[str]:
@@ -74,3 +79,112 @@ async def test_mariadb_datetimes_are_microsecond_columns(mariadb_database: str) 
         await engine.dispose()
     assert len(rows) >= 15
     assert [r for r in rows if r[2] != "datetime(6)"] == []
+
+
+def _alembic(engine: AsyncEngine, verb: str, revision: str) -> Any:
+    async def go() -> None:
+        def run(connection: Any) -> None:
+            config = alembic_config()
+            config.attributes["connection"] = connection
+            getattr(command, verb)(config, revision)
+
+        async with engine.begin() as conn:
+            await conn.run_sync(run)
+
+    return go()
+
+
+T0 = dt.datetime(2026, 5, 1, 18, 0)
+ALICE = "alice (123456789012345678)"
+
+
+async def _seed_at_0003(engine: AsyncEngine) -> None:
+    """Rows as revision 0003 stored them (datetimes as SQLAlchemy writes them on SQLite): actors
+    as one "name (id)" label, and a manual start that dodged the occurrence key of a scheduled
+    run by one microsecond."""
+    async with engine.begin() as conn:
+        run = conn.exec_driver_sql
+        await run(
+            "INSERT INTO event_definitions (id, `key`, title, grace_seconds, created_at, updated_at) "
+            "VALUES (1, 'quiz', 'Quiz', 900, '2026-05-01 00:00:00.000000', '2026-05-01 00:00:00.000000')"
+        )
+        await run(
+            "INSERT INTO event_versions (id, definition_id, version, content_hash, spec, published_at) "
+            "VALUES (1, 1, 1, '0', '{}', '2026-05-01 00:00:00.000000')"
+        )
+        for run_id, moment, by in ((1, "18:00:00.000000", "schedule"), (2, "18:00:00.000001", ALICE)):
+            await run(
+                "INSERT INTO event_runs (id, definition_id, version_id, scope, status, health, scheduled_for, "
+                "rehearsal, started_by, nudges, created_at, updated_at) VALUES "
+                f"({run_id}, 1, 1, '', 'running', 'ok', '2026-05-01 {moment}', 0, '{by}', 0, "
+                "'2026-05-01 00:00:00.000000', '2026-05-01 00:00:00.000000')"
+            )
+        for step_id, settled_by in ((1, f"'{ALICE}'"), (2, "'cli'"), (3, "NULL")):
+            await run(
+                "INSERT INTO event_run_steps (id, run_id, phase, seq, action_id, action_version, status, "
+                "attempts, on_failure, idempotency_key, settled_by, created_at, updated_at) VALUES "
+                f"({step_id}, 1, 'main', {step_id}, 'test.cue', 1, 'done', 1, 'pause', 'k{step_id}', "
+                f"{settled_by}, '2026-05-01 00:00:00.000000', '2026-05-01 00:00:00.000000')"
+            )
+        for line_id, actor in ((1, f"'{ALICE}'"), (2, "'schedule'"), (3, "NULL"), (4, "'bob (not an id)'")):
+            await run(
+                "INSERT INTO event_run_log (id, run_id, kind, actor, at) VALUES "
+                f"({line_id}, 1, 'run.status', {actor}, '2026-05-01 18:00:00.000000')"
+            )
+
+
+async def test_0004_splits_actor_labels_once_and_gives_manual_runs_no_occurrence_key(
+    empty_engine: AsyncEngine,
+) -> None:
+    await _alembic(empty_engine, "upgrade", "0003")
+    await _seed_at_0003(empty_engine)
+    await _alembic(empty_engine, "upgrade", "0004")
+    async with empty_engine.connect() as conn:
+        actors = (await conn.execute(sa.select(run_log.c.id, run_log.c.actor_id, run_log.c.actor_name))).all()
+        settled = (
+            await conn.execute(sa.select(steps.c.id, steps.c.settled_by_id, steps.c.settled_by_name))
+        ).all()
+        occurrences = (
+            await conn.execute(sa.select(runs.c.id, runs.c.occurrence_at).order_by(runs.c.id))
+        ).all()
+    assert sorted(actors) == [
+        (1, "123456789012345678", "alice"),
+        (2, None, "schedule"),
+        (3, None, None),
+        (4, None, "bob (not an id)"),
+    ]
+    assert sorted(settled) == [(1, "123456789012345678", "alice"), (2, None, "cli"), (3, None, None)]
+    assert occurrences == [(1, T0), (2, None)]
+    # The database still refuses a second run of the scheduled occurrence, and lets a second
+    # manual start at the very same instant through.
+    common = {"definition_id": 1, "version_id": 1, "scope": "", "concurrency_key": None, "now": T0}
+    async with empty_engine.begin() as conn:
+        assert await runs_sql.insert(conn, scheduled_for=T0, **common) is None
+        assert await runs_sql.insert(conn, scheduled_for=T0, manual=True, **common) is not None
+        assert await runs_sql.insert(conn, scheduled_for=T0, manual=True, **common) is not None
+    assert await drift(empty_engine) == []
+
+
+async def test_0004_downgrades_to_the_labels_and_the_old_occurrence_key(empty_engine: AsyncEngine) -> None:
+    await _alembic(empty_engine, "upgrade", "0003")
+    await _seed_at_0003(empty_engine)
+    await _alembic(empty_engine, "upgrade", "0004")
+    async with empty_engine.begin() as conn:
+        # A manual start at the scheduled run's very instant: the old key cannot hold both.
+        await conn.exec_driver_sql(
+            "INSERT INTO event_runs (id, definition_id, version_id, scope, status, health, scheduled_for, "
+            "rehearsal, nudges, created_at, updated_at) VALUES (3, 1, 1, '', 'scheduled', 'ok', "
+            "'2026-05-01 18:00:00.000000', 0, 0, '2026-05-01 00:00:00.000000', '2026-05-01 00:00:00.000000')"
+        )
+    await _alembic(empty_engine, "downgrade", "0003")
+    assert await current_revision(empty_engine) == "0003"
+    async with empty_engine.connect() as conn:
+        actors = (await conn.exec_driver_sql("SELECT id, actor FROM event_run_log ORDER BY id")).all()
+        settled = (await conn.exec_driver_sql("SELECT id, settled_by FROM event_run_steps ORDER BY id")).all()
+        moments = (await conn.exec_driver_sql("SELECT id, scheduled_for FROM event_runs ORDER BY id")).all()
+    assert [tuple(r) for r in actors] == [(1, ALICE), (2, "schedule"), (3, None), (4, "bob (not an id)")]
+    assert [tuple(r) for r in settled] == [(1, ALICE), (2, "cli"), (3, None)]
+    one = dt.timedelta(microseconds=1)
+    # SQLite hands the text back; both read as the same instants.
+    got = [(i, m if isinstance(m, dt.datetime) else dt.datetime.fromisoformat(m)) for i, m in moments]
+    assert got == [(1, T0), (2, T0 + one), (3, T0 + 2 * one)]

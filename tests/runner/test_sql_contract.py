@@ -488,7 +488,7 @@ async def test_confirm_resolves_a_parked_cue_and_cannot_touch_a_step_being_dispa
             "a live lease is owned"
         )
     step = await step_row(engine, parked)
-    assert (step["status"], step["note"], step["settled_by"]) == ("done", "gate opened", "gm")
+    assert (step["status"], step["note"], step["settled_by_name"]) == ("done", "gate opened", "gm")
     assert (await step_row(engine, busy))["status"] == "running"
 
 
@@ -501,7 +501,7 @@ async def test_a_confirm_of_an_already_confirmed_cue_reports_zero_not_one(engine
         assert await steps_sql.confirm_parked(conn, parked, T0, actor="a", note=None)
     async with engine.begin() as conn:
         assert not await steps_sql.confirm_parked(conn, parked, T0, actor="b", note=None)
-    assert (await step_row(engine, parked))["settled_by"] == "a"
+    assert (await step_row(engine, parked))["settled_by_name"] == "a"
 
 
 async def test_skip_takes_a_pending_step_and_a_parked_cue_and_refuses_leased_and_failed(
