@@ -20,6 +20,7 @@ from runner.history import (
     parse_event,
 )
 from runner.states import Health, RunStatus
+from tests.support.world import World, phase, step
 
 AT = dt.datetime(2026, 3, 1, 12, 0)
 
@@ -83,3 +84,23 @@ def test_every_kind_has_one_event_class() -> None:
     from runner import history
 
     assert {cls.KIND for cls in history._BY_KIND.values()} == set(Kind)
+
+
+async def test_record_and_the_reader_round_trip_the_actor_and_the_event(world: World) -> None:
+    """What ``record`` writes, ``entries_for_run`` / ``entries_after`` read back: the typed
+    event, and the actor as an id and a name (no "name (id)" string to take apart)."""
+    from runner.history import Actor, StepSkipped, entries_after, entries_for_run, record
+
+    run_id = await world.seed_run([phase("main", step("test.noop"))])
+    ana = Actor("123456789012345678", "ana")
+    async with world.engine.begin() as conn:
+        await record(conn, run_id, StepSkipped("not needed"), AT, actor=ana)
+        await record(conn, run_id, RunStatusChanged(RunStatus.PAUSED, from_=RunStatus.RUNNING), AT)
+    async with world.engine.connect() as conn:
+        mine = (await entries_for_run(conn, run_id))[-2:]
+        after = await entries_after(conn, mine[0].id - 1)
+    assert [(e.kind, e.actor, e.event) for e in mine] == [
+        ("step.skipped", ana, StepSkipped("not needed")),
+        ("run.status", None, RunStatusChanged(RunStatus.PAUSED, from_=RunStatus.RUNNING)),
+    ]
+    assert [e.id for e in after] == [e.id for e in mine]
