@@ -9,6 +9,7 @@ from runner import catalog
 from runner import definitions as defs
 from runner.answers import Control, Reason
 from runner.history import Actor
+from tests.support.definitions import event, wait
 from tests.support.world import T0, World, later, phase, step
 from wiring.control_text import control_text as said
 
@@ -237,15 +238,9 @@ async def test_skip_refuses_a_failed_step(cue_world: World) -> None:
 
 
 async def test_start_creates_one_run_per_scope_and_refuses_a_second_start_in_flight(world: World) -> None:
-    spec = {
-        "key": "invasion",
-        "title": "Invasion",
-        "scopes": ["Yew", "Oak"],
-        "concurrency_key": "invasion:{scope}",
-        "phases": [
-            {"key": "main", "label": "Main", "steps": [{"action": "core.wait", "params": {"duration": 60}}]}
-        ],
-    }
+    spec = event(
+        "invasion", phase("main", wait(60)), scopes=["Yew", "Oak"], concurrency_key="invasion:{scope}"
+    )
     from actions import validation_registry
 
     await catalog.publish(world.engine, defs.validate(spec, validation_registry()), T0)
