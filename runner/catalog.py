@@ -165,8 +165,11 @@ async def create_run(
     *,
     actor: history.Actor | str | None = None,
     rehearsal: bool = False,
+    manual: bool = False,
 ) -> int | None:
-    """One occurrence with its first phase's steps; ``None`` if the occurrence already exists."""
+    """One occurrence with its first phase's steps; ``None`` if the occurrence already exists.
+    A ``manual`` start is no occurrence of the schedule: it holds no occurrence key, so it is
+    always created (the caller refuses a second start of a scope in flight)."""
     definition = current_definition.definition
     key = definition.concurrency_key_for(scope)
     if rehearsal and key:
@@ -182,6 +185,7 @@ async def create_run(
         now=now,
         rehearsal=rehearsal,
         started_by=stored_name(actor),
+        manual=manual,
     )
     if run_id is None:
         return None
