@@ -15,10 +15,10 @@ import discord
 
 from actions import limits
 from bot.clock import as_utc
-from bot.permissions import mention_actor
 from runner import history
 from runner.answers import ControlResult, Reason
 from runner.errors import Problem
+from runner.history import Actor
 from runner.states import RunStatus
 from runner.views import DefinitionSummary, RunSummary, RunView, StepView
 from wiring.control_text import control_text, no_such_scope_head, started_head
@@ -108,13 +108,12 @@ def run_name(title: str, scope: str, run_id: int, rehearsal: bool = False) -> st
 # ── A control's answer ───────────────────────────────────────────────────────
 
 
-def person(actor: object) -> str:
-    """A person as Discord shows one: a mention when the id is known, else the name as is."""
-    actor_id = getattr(actor, "id", None)
-    if actor_id:
-        return f"<@{actor_id}>"
-    name = getattr(actor, "name", actor)
-    return mention_actor(str(name)) if name else "someone"
+def person(actor: Actor | str | None) -> str:
+    """A person as Discord shows one: a mention when the history kept their id, otherwise the
+    name as it was given (``cli``, ``rehearsal``, the schedule)."""
+    if isinstance(actor, Actor):
+        return f"<@{actor.id}>" if actor.id else actor.name
+    return actor or "someone"
 
 
 def control_answer(result: ControlResult) -> str:

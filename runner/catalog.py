@@ -209,11 +209,9 @@ def as_actor(actor: history.Actor | str | None) -> history.Actor | None:
 
 
 def stored_name(actor: history.Actor | str | None) -> str | None:
-    """Who, in the runs table's one ``started_by`` column: until migration 0004 splits it into
-    an id and a name, the ``name (id)`` the run log's own column is written as."""
-    if isinstance(actor, history.Actor):
-        return f"{actor.name} ({actor.id})"[:100] if actor.id else actor.name[:100]
-    return actor
+    """The name the runs table keeps in ``started_by``; the run's ``run.created`` line keeps
+    the actor itself, id included, and is what front ends read."""
+    return actor.name[:100] if isinstance(actor, history.Actor) else actor
 
 
 def phase_step_specs(phase: defs.PhaseDefinition) -> list[steps_sql.StepSpec]:

@@ -47,11 +47,13 @@ CUE_VERBS = ("confirm", "skip")
 MAX_ID = 2**63 - 1
 
 
-def _name(actor: Actor | str | None) -> str:
-    """Who, in the run's ``last_error`` text (the run log keeps the actor itself). Written as the
-    tables write an actor until migration 0004, so a cue closed on a cancelled run still names
-    its canceller as it did."""
-    return catalog.stored_name(actor) or "staff"
+def _name(actor: Actor | None) -> str:
+    """Who, in the run's ``last_error`` text; the run log keeps the actor itself. The id stays in
+    the text only because the Discord delivery still words a cue closed on a cancelled run from
+    this text (``bot.discord_delivery.close_cue``)."""
+    if actor is None:
+        return "staff"
+    return f"{actor.name} ({actor.id})"[:100] if actor.id else actor.name
 
 
 def _names_a_row(value: object) -> bool:
@@ -170,7 +172,7 @@ class Controls:
                 RunStatus.PAUSED,
                 now,
                 actor=as_actor(actor),
-                last_error=f"paused by {_name(actor)}",
+                last_error=f"paused by {_name(as_actor(actor))}",
                 control=Control.PAUSE.value,
             ):
                 return ControlResult(True, Control.PAUSE, Reason.PAUSED, run_id=run_id)
@@ -206,7 +208,7 @@ class Controls:
             if run is None or run.status not in RUN_IN_FLIGHT:
                 return refused_run(Control.CANCEL, run, run_id)
             cues = await steps_sql.parked_cues(conn, run_id)
-            error = f"cancelled by {_name(actor)}: {reason}"
+            error = f"cancelled by {_name(as_actor(actor))}: {reason}"
             detail = {"from": run.status, "control": "cancel", "reason": reason}
             ended = await end_run(
                 conn,
@@ -310,9 +312,7 @@ class Controls:
             refused = not_this_cue(Control.CONFIRM, step, step_id, message_id) if cue_only else None
             if refused is not None:
                 return refused
-            if not await steps_sql.confirm_parked(
-                conn, step_id, now, actor=as_actor(actor), note=note
-            ):
+            if not await steps_sql.confirm_parked(conn, step_id, now, actor=as_actor(actor), note=note):
                 step = await steps_sql.get(conn, step_id)
                 run = await runs_sql.get(conn, run_id)
                 return refused_step(

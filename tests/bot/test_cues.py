@@ -7,6 +7,7 @@ from bot.app import create_bot
 from bot.cues import CueButton
 from bot.discord_delivery import DiscordDelivery
 from runner.controls import Controls
+from runner.history import Actor
 from tests.bot.conftest import Sim, buttons
 from wiring.services import assemble
 
@@ -78,7 +79,7 @@ async def test_a_press_on_a_cue_someone_else_settled_brings_the_message_up_to_da
     one is answered with what happened and the message is corrected."""
     await sim.mod.slash(sim.staff, "event start", definition="raid")
     controls = Controls(sim.engine)
-    assert (await controls.confirm(2, actor="alice (123456789012345678)")).ok
+    assert (await controls.confirm(2, actor=Actor("123456789012345678", "alice"))).ok
 
     pressed = await sim.gm.click(sim.gm_cues.last_message, label="Skip")
     assert pressed.followups[0].content == "Nothing changed: already confirmed by <@123456789012345678>."
