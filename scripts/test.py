@@ -5,8 +5,9 @@
 Creates .venv with the project and its test extras, installs Debian's mariadb-server where the
 machine can have it (root with apt-get) so the MariaDB tests have a server binary to start (the
 tests start their own throwaway ``mariadbd`` on loopback with its own data directory, and stop
-it), lints, then runs pytest. In CI (``CI`` set) a MariaDB test that cannot reach its server
-fails rather than skips.
+it), lints, type-checks (mypy, strict on runner/ and actions/: the ``[tool.mypy]`` section of
+pyproject.toml), then runs pytest. A lint or type error fails the command before any test runs.
+In CI (``CI`` set) a MariaDB test that cannot reach its server fails rather than skips.
 """
 
 from __future__ import annotations
@@ -56,6 +57,10 @@ def main() -> int:
         lint = subprocess.run([str(BIN / "ruff"), *check], cwd=ROOT)
         if lint.returncode != 0:
             return lint.returncode
+    say("mypy (strict: runner/, actions/)")
+    typed = subprocess.run([str(python), "-m", "mypy"], cwd=ROOT)
+    if typed.returncode != 0:
+        return typed.returncode
     say("pytest")
     return subprocess.run([str(python), "-m", "pytest", *sys.argv[1:]], cwd=ROOT).returncode
 
