@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from runner.history import RunEnding
 from runner.views import StepContext
 
 
@@ -100,21 +101,24 @@ class Delivery(Protocol):
         """Problems a real delivery of ``request`` would hit, without sending anything."""
         ...
 
-    async def close_cue(self, run_id: int, step_id: int, posted: Posted, reason: str) -> None:
-        """Close a posted cue that will never be answered: buttons off, ``reason`` shown."""
+    async def close_cue(self, run_id: int, step_id: int, posted: Posted, ended: RunEnding) -> None:
+        """Close a posted cue that will never be answered: buttons off, and how its run ``ended``
+        (status, who, why) worded in the front end's own way."""
         ...
 
 
-def cue_closer(delivery: Delivery) -> Callable[[int, int, dict[str, Any] | None, str], Awaitable[None]]:
+def cue_closer(
+    delivery: Delivery,
+) -> Callable[[int, int, dict[str, Any] | None, RunEnding], Awaitable[None]]:
     """The runner's ``close_parked`` hook for a delivery: finds where the cue went in what the
     action answered (``{"posted": {...}}``) and has the delivery close it."""
 
-    async def close(run_id: int, step_id: int, output: dict[str, Any] | None, reason: str) -> None:
+    async def close(run_id: int, step_id: int, output: dict[str, Any] | None, ended: RunEnding) -> None:
         posted = (output or {}).get("posted")
         if not isinstance(posted, dict) or not posted.get("message_id"):
             return
         where = Posted(str(posted["channel_id"]), str(posted["message_id"]), posted.get("channel_name"))
-        await delivery.close_cue(run_id, step_id, where, reason)
+        await delivery.close_cue(run_id, step_id, where, ended)
 
     return close
 
@@ -136,7 +140,7 @@ class RecordingDelivery:
     known_channels: set[str] | None = None
     sent: list[Recorded] = field(default_factory=list)
     attempts: list[Announcement | Cue] = field(default_factory=list)
-    closed: list[tuple[int, Posted, str]] = field(default_factory=list)
+    closed: list[tuple[int, Posted, RunEnding]] = field(default_factory=list)
     deduplicated: int = 0
     failures: list[DeliveryError] = field(default_factory=list)
     _next_id: int = 1000
@@ -157,8 +161,8 @@ class RecordingDelivery:
             return [f"channel {channel!r} does not exist"]
         return []
 
-    async def close_cue(self, run_id: int, step_id: int, posted: Posted, reason: str) -> None:
-        self.closed.append((step_id, posted, reason))
+    async def close_cue(self, run_id: int, step_id: int, posted: Posted, ended: RunEnding) -> None:
+        self.closed.append((step_id, posted, ended))
 
     def _deliver(self, kind: str, request: Announcement | Cue, channel: str) -> Posted:
         self.attempts.append(request)

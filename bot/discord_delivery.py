@@ -32,10 +32,11 @@ from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted
 from actions.mentions import Mentions, PingPolicy
 from actions.messaging import Describe
 from bot.cue_messages import cue_embed, cue_view, mark_settled, settled_text
-from bot.permissions import mention_actors
-from bot.rendering import REHEARSAL_MARK, clip
+from bot.rendering import REHEARSAL_MARK, clip, person
 from runner.controls import CueRef
+from runner.history import RunEnding
 from wiring.config import Config
+from wiring.control_text import closed_cue_text
 
 log = logging.getLogger(__name__)
 
@@ -99,11 +100,13 @@ class DiscordDelivery:
         )
         return Posted(str(channel.id), str(message.id), getattr(channel, "name", None))
 
-    async def close_cue(self, run_id: int, step_id: int, posted: Posted, reason: str) -> None:
+    async def close_cue(self, run_id: int, step_id: int, posted: Posted, ended: RunEnding) -> None:
         """The cue went out, but its run ended meanwhile: disable its buttons and say why, so no
         GM presses Confirm on a run that is over."""
         ref = CueRef(step_id, run_id, "cancelled", {"posted": posted.as_dict()})
-        await mark_settled(self.bot, (ref,), settled_text("cancelled", None, reason=mention_actors(reason)))
+        await mark_settled(
+            self.bot, (ref,), settled_text("cancelled", None, reason=closed_cue_text(ended, person))
+        )
 
     async def check(self, request: Announcement | Cue) -> list[str]:
         """What a real delivery would hit, sending nothing: the channel resolves and is in this

@@ -16,7 +16,6 @@ the capability of the command it belongs to (a GM gets no choices for /event sta
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 
 import discord
@@ -33,9 +32,6 @@ WHAT = {
     "rehearse": "rehearse events",
     "staff": "use the event commands",
 }
-
-_ACTOR = re.compile(r"\((?P<id>[0-9]{15,21})\)$")
-_ACTOR_IN_TEXT = re.compile(r"[\w.]{1,40} \((?P<id>[0-9]{15,21})\)")
 
 
 def role_ids(user: discord.abc.User) -> set[int]:
@@ -115,23 +111,3 @@ def actor_of(user: discord.abc.User) -> Actor:
     """Who pressed, as the controls take it and the run history keeps it: the member's id (a
     mention wherever Discord shows it) and the name they go by."""
     return Actor(id=str(user.id), name=user.display_name)
-
-
-def actor_label(user: discord.abc.User) -> str:
-    """How a member is written into the run history: readable in the CLI and the logs, and
-    turned back into a mention in Discord (``mention_actor``)."""
-    return f"{user.name} ({user.id})"[:100]
-
-
-def mention_actor(actor: str | None) -> str:
-    """``"alice (123...)"`` -> ``<@123...>``; anything else (``schedule``, a CLI user) as is."""
-    if not actor:
-        return "someone"
-    match = _ACTOR.search(actor)
-    return f"<@{match['id']}>" if match else actor
-
-
-def mention_actors(text: str) -> str:
-    """Every ``name (id)`` actor in an engine message (``already confirmed by alice (123…)``)
-    as a Discord mention."""
-    return _ACTOR_IN_TEXT.sub(lambda m: f"<@{m['id']}>", text)

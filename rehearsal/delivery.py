@@ -8,7 +8,9 @@ from actions import mentions
 from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted
 from actions.mentions import Mentions, PingPolicy
 from rehearsal.console import Console, run_label
+from runner.history import RunEnding
 from wiring.config import Config
+from wiring.control_text import closed_cue_text
 
 
 class ConsoleDelivery:
@@ -38,7 +40,8 @@ class ConsoleDelivery:
     async def post_cue(self, cue: Cue) -> Posted:
         return self._deliver(cue)
 
-    async def close_cue(self, run_id: int, step_id: int, posted: Posted, reason: str) -> None:
+    async def close_cue(self, run_id: int, step_id: int, posted: Posted, ended: RunEnding) -> None:
+        reason = closed_cue_text(ended)
         self.console.emit_for_step(
             step_id,
             "delivery",

@@ -48,12 +48,11 @@ MAX_ID = 2**63 - 1
 
 
 def _name(actor: Actor | None) -> str:
-    """Who, in the run's ``last_error`` text; the run log keeps the actor itself. The id stays in
-    the text only because the Discord delivery still words a cue closed on a cancelled run from
-    this text (``bot.discord_delivery.close_cue``)."""
+    """Who, in the run's ``last_error`` text, which people read as it is; the run log keeps the
+    actor itself (id and name), and front ends that name people from it read it there."""
     if actor is None:
         return "staff"
-    return f"{actor.name} ({actor.id})"[:100] if actor.id else actor.name
+    return actor.name[:100]
 
 
 def _names_a_row(value: object) -> bool:

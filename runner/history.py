@@ -405,3 +405,25 @@ async def entries_for_run(conn: AsyncConnection, run_id: int) -> Sequence[Entry]
 
 async def entries_after(conn: AsyncConnection, last_id: int, limit: int = 100) -> Sequence[Entry]:
     return [Entry.from_row(row) for row in await run_log_sql.after(conn, last_id, limit)]
+
+
+@dataclass(frozen=True)
+class RunEnding:
+    """How a run came to an end, for a front end to word: the status it ended in, who ended it
+    when a person did, and why (a cancel's reason, a failure's error). Front ends name the
+    person their own way (a mention in Discord), which is why this is data and not a sentence."""
+
+    status: str
+    by: Actor | None = None
+    why: str | None = None
+
+
+async def how_run_ended(conn: AsyncConnection, run_id: int, status: str, last_error: str | None) -> RunEnding:
+    """The run's last ``run.status`` line says who moved it and why; a run whose history lacks
+    that line (or predates the fields) still has its ``last_error``."""
+    row = await run_log_sql.latest_of_kind(conn, run_id, Kind.RUN_STATUS)
+    entry = Entry.from_row(row) if row is not None else None
+    if entry is None or not isinstance(entry.event, RunStatusChanged) or entry.event.to != status:
+        return RunEnding(status, why=last_error)
+    event = entry.event
+    return RunEnding(status, by=entry.actor, why=event.reason or event.error or last_error)

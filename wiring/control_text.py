@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.answers import Control, ControlResult, Reason
+from runner.history import RunEnding
 
 ENDED_WORDS = {
     "completed": "the run has already completed",
@@ -138,3 +139,12 @@ _WORDS: dict[Reason, Callable[[ControlResult, Namer], str]] = {
     Reason.STEP_NOT_REACHED: lambda r, name: "that step has not been reached yet",
     Reason.WRONG_STEP_STATUS: lambda r, name: f"that step is {r.step_status}",
 }
+
+
+def closed_cue_text(ended: RunEnding, name: Namer = plain_name) -> str:
+    """Why a cue posted while its run ended has its buttons off: the status, then who and why as
+    far as the history knows them (``cancelled by <who>: <reason>``, or a failure's error)."""
+    head = f"the run was {ended.status} while this was being posted"
+    if ended.by is not None:
+        return f"{head} ({ended.status} by {name(ended.by)}" + (f": {ended.why})" if ended.why else ")")
+    return f"{head} ({ended.why})" if ended.why else head

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import catalog
 from runner.clock import Clock
-from runner.history import RunDegraded, RunRecovered, record
+from runner.history import RunDegraded, RunEnding, RunRecovered, record
 from runner.lifecycle import move_run
 from runner.records import StepRecord
 from runner.registry import ActionRegistry
@@ -100,7 +100,7 @@ class Abandon(Exception):
 
 # Told about a step that answered "wait for a human" (a GM cue) after its run had ended: the
 # run id, the step id, what the action answered (where the cue went) and why it is closed.
-CloseParked = Callable[[int, int, dict[str, Any] | None, str], Awaitable[None]]
+CloseParked = Callable[[int, int, dict[str, Any] | None, RunEnding], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ class Orphaned:
     run_id: int
     step_id: int
     output: dict[str, Any] | None
-    reason: str
+    ended: RunEnding
 
 
 @dataclass

@@ -10,7 +10,16 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from runner.db import retry_on_conflict
 from runner.dispatch import Classified, perform
 from runner.engine.core import Go, Lease, Orphaned, RunnerBase, Stop, TickReport, Verdict, log
-from runner.history import StepCancelled, StepDone, StepFailed, StepParked, StepRetry, record
+from runner.history import (
+    RunEnding,
+    StepCancelled,
+    StepDone,
+    StepFailed,
+    StepParked,
+    StepRetry,
+    how_run_ended,
+    record,
+)
 from runner.records import RunRecord, StepRecord
 from runner.registry import Envelope
 from runner.sql import runs as runs_sql
@@ -54,7 +63,7 @@ class Stepping(RunnerBase):
             )
             return
         try:
-            await self.close_parked(orphan.run_id, orphan.step_id, orphan.output, orphan.reason)
+            await self.close_parked(orphan.run_id, orphan.step_id, orphan.output, orphan.ended)
         except Exception:
             log.exception(
                 "run %s step %s: could not close what the step posted",
@@ -195,6 +204,7 @@ class Stepping(RunnerBase):
         await record(conn, run_id, cancelled, now, step_id=step.id)
         if outcome.outcome != "parked":
             return Go.REREAD
-        why = current.last_error if current is not None else None
-        reason = f"the run was {status} while this was being posted" + (f" ({why})" if why else "")
-        return Orphaned(run_id, step.id, outcome.output, reason)
+        if current is None:
+            return Orphaned(run_id, step.id, outcome.output, RunEnding(status))
+        ended = await how_run_ended(conn, run_id, current.status, current.last_error)
+        return Orphaned(run_id, step.id, outcome.output, ended)

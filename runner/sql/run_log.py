@@ -48,6 +48,16 @@ async def for_run(conn: AsyncConnection, run_id: int) -> Sequence[Row]:
     return (await conn.execute(query)).mappings().all()
 
 
+async def latest_of_kind(conn: AsyncConnection, run_id: int, kind: str) -> Row | None:
+    query = (
+        sa.select(run_log)
+        .where(run_log.c.run_id == run_id, run_log.c.kind == kind)
+        .order_by(run_log.c.id.desc())
+        .limit(1)
+    )
+    return (await conn.execute(query)).mappings().first()
+
+
 async def after(conn: AsyncConnection, last_id: int, limit: int = 100) -> Sequence[Row]:
     query = sa.select(run_log).where(run_log.c.id > last_id).order_by(run_log.c.id).limit(limit)
     return (await conn.execute(query)).mappings().all()

@@ -17,6 +17,7 @@ from actions.delivery import (
     RecordingDelivery,
     cue_closer,
 )
+from runner.history import RunEnding
 
 
 def announcement(key: str = "k1", channel: str = "announcements") -> Announcement:
@@ -92,7 +93,7 @@ def test_where_a_message_went_is_stored_as_plain_data() -> None:
 )
 async def test_the_cue_closer_leaves_a_cue_that_was_never_posted_alone(output: dict[str, Any] | None) -> None:
     delivery = RecordingDelivery()
-    await cue_closer(delivery)(1, 3, output, "the run was cancelled")
+    await cue_closer(delivery)(1, 3, output, RunEnding("cancelled", why="storm"))
     assert delivery.closed == []
 
 
@@ -101,5 +102,5 @@ async def test_the_cue_closer_closes_the_posted_cue_with_the_reason() -> None:
     the closer, which closes that very message (ids as text, whatever the answer stored)."""
     delivery = RecordingDelivery()
     output = {"posted": {"channel_id": 10, "message_id": 20, "channel_name": "gm"}}
-    await cue_closer(delivery)(1, 3, output, "the run was cancelled")
-    assert delivery.closed == [(3, Posted("10", "20", "gm"), "the run was cancelled")]
+    await cue_closer(delivery)(1, 3, output, RunEnding("cancelled", why="storm"))
+    assert delivery.closed == [(3, Posted("10", "20", "gm"), RunEnding("cancelled", why="storm"))]

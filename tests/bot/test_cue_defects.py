@@ -11,6 +11,7 @@ import pytest
 from actions.delivery import Cue, Posted
 from bot.cue_messages import cue_view
 from runner.controls import ControlResult
+from runner.history import Actor
 from tests.bot.conftest import Sim, buttons
 from tests.support.definitions import announce, cue, event, phase
 
@@ -43,8 +44,9 @@ async def test_defect_02_cancel_during_cue_post_closes_the_cue(
 
     async def post_while_cancelled(cue: Cue) -> Posted:
         posted = await post_cue(cue)
-        # /event cancel, pressed while Discord is still answering the post.
-        actor = f"mod ({sim.mod.id})"
+        # /event cancel, pressed while Discord is still answering the post, with the Actor the
+        # cog hands the controls.
+        actor = Actor(id=str(sim.mod.id), name="mod")
         cancels.append(await sim.bot.services.controls.cancel(cue.run_id, reason="storm", actor=actor))
         return posted
 

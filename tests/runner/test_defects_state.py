@@ -22,6 +22,7 @@ from runner.schema import definitions, runs
 from tests.support.definitions import cron as on_cron
 from tests.support.definitions import event
 from tests.support.world import T0, World, later, phase, step
+from wiring.control_text import closed_cue_text
 from wiring.control_text import control_text as said
 
 MINUTE = dt.timedelta(minutes=1)
@@ -236,10 +237,12 @@ async def test_defect_02_cancel_during_cue_post_closes_the_cue(world: World) -> 
     assert cue["claim_expires_at"] is None and cue["claimed_by"] is None
     assert cue["result"]["posted"]["message_id"] == delivery.sent[0].posted.message_id
     assert after["status"] == "cancelled"
-    ((closed_step, closed_at, reason),) = delivery.closed
+    ((closed_step, closed_at, ended),) = delivery.closed
     assert (closed_step, closed_at) == (cue["id"], delivery.sent[0].posted)
-    assert reason.startswith("the run was cancelled while this was being posted")
-    assert "wrong world" in reason, "the cue says why it is closed"
+    assert ended.status == "cancelled"
+    assert ended.why == "wrong world", "the cue says why it is closed"
+    assert ended.by is not None and ended.by.name == "mod", "and who closed it"
+    assert closed_cue_text(ended).startswith("the run was cancelled while this was being posted")
     assert "step.parked" not in await world.kinds(run_id)
     assert "step.cancelled" in await world.kinds(run_id)
 
