@@ -18,7 +18,12 @@ import pytest
 
 from runner.db import create_engine
 from runner.migrate import upgrade
-from tests.reliability.harness import drop_mariadb_database, fresh_mariadb_database, run_in_thread
+from tests.reliability.harness import (
+    drop_mariadb_database,
+    fresh_mariadb_database,
+    own_mariadb_database,
+    run_in_thread,
+)
 from tests.support.mariadb_server import ThrowawayMariaDB
 
 DEFAULT_CRASH_TRIALS = 50
@@ -55,23 +60,15 @@ async def database_url(backend: str, request: pytest.FixtureRequest, tmp_path: P
             await engine.dispose()
         yield url
         return
-    server = request.getfixturevalue("mariadb_server")
-    name, url = await fresh_mariadb_database(server)
-    try:
+    async with own_mariadb_database(request.getfixturevalue("mariadb_server")) as url:
         yield url
-    finally:
-        await drop_mariadb_database(server, name)
 
 
 @pytest.fixture
 async def mariadb_url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
     """A fresh migrated MariaDB database on the session server (fails in CI without one)."""
-    server = request.getfixturevalue("mariadb_server")
-    name, url = await fresh_mariadb_database(server)
-    try:
+    async with own_mariadb_database(request.getfixturevalue("mariadb_server")) as url:
         yield url
-    finally:
-        await drop_mariadb_database(server, name)
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import datetime as dt
 import itertools
 import json
@@ -24,8 +25,8 @@ import os
 import signal
 import sys
 import uuid
-from collections import defaultdict
-from collections.abc import Coroutine, Iterable
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Coroutine, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -78,15 +79,19 @@ def server_url(server: ThrowawayMariaDB | str, database: str) -> str:
     return server.url(database)
 
 
-async def fresh_mariadb_database(server: ThrowawayMariaDB | str) -> tuple[str, str]:
-    """Create and migrate a database of its own on the session server; (name, url)."""
-    name = f"eventbot_rel_{uuid.uuid4().hex[:10]}"
+async def _as_admin(server: ThrowawayMariaDB | str, statement: str) -> None:
     admin = create_engine(server_url(server, "mysql"))
     try:
         async with admin.begin() as conn:
-            await conn.exec_driver_sql(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+            await conn.exec_driver_sql(statement)
     finally:
         await admin.dispose()
+
+
+async def fresh_mariadb_database(server: ThrowawayMariaDB | str) -> tuple[str, str]:
+    """Create and migrate a database of its own on the session server; (name, url)."""
+    name = f"eventbot_rel_{uuid.uuid4().hex[:10]}"
+    await _as_admin(server, f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
     url = server_url(server, name)
     engine = create_engine(url)
     try:
@@ -97,12 +102,17 @@ async def fresh_mariadb_database(server: ThrowawayMariaDB | str) -> tuple[str, s
 
 
 async def drop_mariadb_database(server: ThrowawayMariaDB | str, name: str) -> None:
-    admin = create_engine(server_url(server, "mysql"))
+    await _as_admin(server, f"DROP DATABASE IF EXISTS `{name}`")
+
+
+@contextlib.asynccontextmanager
+async def own_mariadb_database(server: ThrowawayMariaDB | str) -> AsyncIterator[str]:
+    """The url of a fresh migrated database on the session server, dropped afterwards."""
+    name, url = await fresh_mariadb_database(server)
     try:
-        async with admin.begin() as conn:
-            await conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{name}`")
+        yield url
     finally:
-        await admin.dispose()
+        await drop_mariadb_database(server, name)
 
 
 # ── Child processes ─────────────────────────────────────────────────────────
@@ -422,6 +432,30 @@ class Verdict:
     def check(self, ok: bool, message: str) -> None:
         if not ok:
             self.problems.append(message)
+
+
+def judge_completion(
+    statuses: dict[int, str], rows: list[sa.RowMapping], steps_per_run: int, verdict: Verdict
+) -> None:
+    """No run stuck, no step lost: every run completed with every step of every phase done."""
+    verdict.check(set(statuses.values()) == {"completed"}, f"run statuses: {Counter(statuses.values())}")
+    verdict.check(
+        len(rows) == steps_per_run * len(statuses),
+        f"{len(rows)} steps for {len(statuses)} runs of {steps_per_run} steps: a phase was never materialised",
+    )
+    not_done = [(r["id"], r["status"], r["last_error"]) for r in rows if r["status"] != "done"]
+    verdict.check(not not_done, f"steps not done: {not_done[:20]}")
+
+
+def judge_leases(
+    journals: Journals, step_lease: dt.timedelta, killed_owners: set[str], verdict: Verdict
+) -> list[Redispatch]:
+    """Each dispatch ran under a live lease of its own, and a step went out again only after a
+    genuine lease expiry; the redispatches, for the caller's own stricter checks and stats."""
+    verdict.problems.extend(lease_violations(journals))
+    redispatches = prove_redispatches(journals, step_lease, killed_owners)
+    verdict.problems.extend(r.describe() for r in redispatches if not r.genuine)
+    return redispatches
 
 
 def judge_deliveries(journals: Journals, rows: list[sa.RowMapping], verdict: Verdict) -> DedupingChannel:

@@ -40,9 +40,9 @@ from tests.reliability.harness import (
     Verdict,
     all_steps,
     in_ci,
+    judge_completion,
     judge_deliveries,
-    lease_violations,
-    prove_redispatches,
+    judge_leases,
     publish_and_start,
     read_journals,
     run_statuses,
@@ -176,15 +176,10 @@ async def test_a_ten_second_mariadb_outage_is_ridden_out_and_every_run_finishes(
     verdict.check(loop.state.outages == 1, f"the loop counted {loop.state.outages} outages for one")
     repeated = {run: lines for run, lines in per_run.items() if len(lines) != len(set(lines))}
     verdict.check(not repeated, f"a run logged the same database error twice: {repeated}")
-    verdict.check(set(statuses.values()) == {"completed"}, f"run statuses {Counter(statuses.values())}")
-    verdict.check(len(rows) == STEPS_PER_RUN * len(statuses), f"{len(rows)} steps for {len(statuses)} runs")
-    not_done = [(r["id"], r["status"], r["last_error"]) for r in rows if r["status"] != "done"]
-    verdict.check(not not_done, f"steps not done: {not_done[:20]}")
+    judge_completion(statuses, rows, STEPS_PER_RUN, verdict)
 
     journals = read_journals([journal_path])
-    verdict.problems.extend(lease_violations(journals))
-    redispatches = prove_redispatches(journals, STEP_LEASE, killed_owners=set())
-    verdict.problems.extend(r.describe() for r in redispatches if not r.genuine)
+    redispatches = judge_leases(journals, STEP_LEASE, set(), verdict)
     judge_deliveries(journals, rows, verdict)
     noise = Counter(r.name for r in caplog.records if not r.name.startswith("runner"))
     verdict.stats.update(
