@@ -39,11 +39,14 @@ async def materialised_until(world: World) -> dt.datetime | None:
         return (await conn.execute(sa.select(definitions.c.materialised_until))).scalar()
 
 
+def often(cron: str, **over: Any) -> dict[str, Any]:
+    """The one-step definition these tests schedule; ``over`` for a later version of it."""
+    return event("often", phase("main", step("test.noop")), schedule=on_cron(cron), grace_seconds=120, **over)
+
+
 async def publish_cron(world: World, cron: str) -> None:
     world.register(world.scripted.action("test.noop"))
-    await world.publish(
-        event("often", phase("main", step("test.noop")), schedule=on_cron(cron), grace_seconds=120)
-    )
+    await world.publish(often(cron))
 
 
 # ── Defect 1: silent loss of scheduled occurrences ───────────────────────────
@@ -126,15 +129,7 @@ async def test_defect_01b_publishing_a_new_version_keeps_the_occurrences_the_old
     down_until = ahead + dt.timedelta(hours=24)
     world.clock.set(down_until)
     first_version = (await scheduled_version_ids(world))[0]
-    await world.publish(
-        event(
-            "often",
-            phase("main", step("test.noop")),
-            title="Often, renamed",
-            schedule=on_cron("*/15 * * * *"),
-            grace_seconds=120,
-        )
-    )
+    await world.publish(often("*/15 * * * *", title="Often, renamed"))
     for _ in range(60):  # a pass creates at most 50: let it catch up
         await world.tick(down_until)
 
@@ -160,15 +155,7 @@ async def test_defect_01c_a_pass_after_a_publish_does_not_spend_its_budget_on_ru
     pass really creates count, and every due occurrence is a run after one tick."""
     await publish_cron(world, "*/15 * * * *")
     await world.tick(T0)  # 50 occurrences: T0 to T0 + 12 h 15 min
-    await world.publish(
-        event(
-            "often",
-            phase("main", step("test.noop")),
-            title="Often, v2",
-            schedule=on_cron("*/15 * * * *"),
-            grace_seconds=120,
-        )
-    )
+    await world.publish(often("*/15 * * * *", title="Often, v2"))
     later_on = T0 + dt.timedelta(hours=13)
     await world.tick(later_on)
     moments = {row.scheduled_for for row in await scheduled_runs(world)}

@@ -44,6 +44,18 @@ async def seed_definition(conn: AsyncConnection, grace_seconds: int = 900) -> tu
     return int(definition_id), int(version_id)
 
 
+async def seed_occurrence(conn: AsyncConnection) -> dict[str, Any]:
+    """A fresh definition's occurrence at T0: every ``runs_sql.insert`` argument but the scope."""
+    definition_id, version_id = await seed_definition(conn)
+    return {
+        "definition_id": definition_id,
+        "version_id": version_id,
+        "scheduled_for": T0,
+        "concurrency_key": None,
+        "now": T0,
+    }
+
+
 async def seed_run(engine: AsyncEngine, **over: Any) -> int:
     async with engine.begin() as conn:
         definition_id, version_id = await seed_definition(conn, over.pop("grace_seconds", 900))
@@ -368,14 +380,7 @@ async def test_uq_evrun_occurrence_not_the_claim_stops_two_runs_of_one_occurrenc
     engine: AsyncEngine,
 ) -> None:
     async with engine.begin() as conn:
-        definition_id, version_id = await seed_definition(conn)
-        common = {
-            "definition_id": definition_id,
-            "version_id": version_id,
-            "scheduled_for": T0,
-            "concurrency_key": None,
-            "now": T0,
-        }
+        common = await seed_occurrence(conn)
         first = await runs_sql.insert(conn, scope="", **common)
         second = await runs_sql.insert(conn, scope="", **common)
         total = (await conn.execute(sa.select(sa.func.count()).select_from(runs))).scalar()
@@ -388,14 +393,7 @@ async def test_scope_empty_string_rather_than_null_is_what_makes_that_index_work
     """Many NULLs pass a unique index on MariaDB; '' collides as it must, and two different
     scopes are two different occurrences (fan-out)."""
     async with engine.begin() as conn:
-        definition_id, version_id = await seed_definition(conn)
-        common = {
-            "definition_id": definition_id,
-            "version_id": version_id,
-            "scheduled_for": T0,
-            "concurrency_key": None,
-            "now": T0,
-        }
+        common = await seed_occurrence(conn)
         await runs_sql.insert(conn, scope="", **common)
         assert await runs_sql.insert(conn, scope="", **common) is None
         assert await runs_sql.insert(conn, scope="atlantic", **common) is not None
