@@ -104,12 +104,7 @@ class Rehearsal:
             f"cues: {self.options.cues}; waits: {self._pace()}"
         )
         self.console.note("")
-        await self._refresh()
-        try:
-            await self._drive()
-        except _Stop as stop:
-            self.console.emit("error", f"rehearsal stopped: {stop}", message=str(stop))
-        return await self._finish()
+        return await self._drive_to_the_end()
 
     async def carry_on(self, runs: list[views.RunSummary], last_log_ids: dict[int, int]) -> int:
         """Drive runs an interrupted rehearsal left in flight to their end, as ``run`` would
@@ -129,6 +124,9 @@ class Rehearsal:
                 if not result.ok:
                     said = control_text(result)
                     self.console.emit("error", said, message=said, run_id=run.id)
+        return await self._drive_to_the_end()
+
+    async def _drive_to_the_end(self) -> int:
         await self._refresh()
         try:
             await self._drive()
