@@ -176,6 +176,22 @@ def _ours(step_id: int, owner: str) -> sa.ColumnElement[bool]:
     return sa.and_(_leased_by(step_id, owner), _run_settles)
 
 
+def _released(now: dt.datetime) -> dict[str, Any]:
+    """The lease let go: no runner holds the step, and the reclaim has nothing to expire."""
+    return {"claimed_by": None, "claim_expires_at": None, "updated_at": now}
+
+
+def _answered(result: Any) -> dict[str, Any]:
+    """What the action answered, stored only when it answered something (an empty answer
+    leaves an earlier one in place)."""
+    return {} if result is None else {"result": result}
+
+
+def _ended(status: StepStatus, now: dt.datetime, result: Any = None) -> dict[str, Any]:
+    """A leased step settled for good: its end status and time, the lease let go."""
+    return {"status": status, "finished_at": now, **_released(now), **_answered(result)}
+
+
 async def finish(
     conn: AsyncConnection,
     step_id: int,
@@ -187,16 +203,7 @@ async def finish(
     result: Any = None,
 ) -> bool:
     """Settle a step we hold the lease of (``done`` or ``failed``)."""
-    values: dict[str, Any] = {
-        "status": status,
-        "last_error": error[:500] if error else None,
-        "claimed_by": None,
-        "claim_expires_at": None,
-        "finished_at": now,
-        "updated_at": now,
-    }
-    if result is not None:
-        values["result"] = result
+    values = _ended(status, now, result) | {"last_error": error[:500] if error else None}
     outcome = await conn.execute(sa.update(steps).where(_ours(step_id, owner)).values(**values))
     return outcome.rowcount == 1
 
@@ -205,9 +212,7 @@ async def park(
     conn: AsyncConnection, step_id: int, owner: str, now: dt.datetime, *, result: Any = None
 ) -> bool:
     """Leased -> parked: the lease is cleared, so nothing will ever reclaim it."""
-    values: dict[str, Any] = {"claim_expires_at": None, "updated_at": now}
-    if result is not None:
-        values["result"] = result
+    values = {"claim_expires_at": None, "updated_at": now, **_answered(result)}
     outcome = await conn.execute(sa.update(steps).where(_ours(step_id, owner)).values(**values))
     return outcome.rowcount == 1
 
@@ -217,17 +222,10 @@ async def cancel_on_ended_run(
 ) -> bool:
     """A step we hold the lease of, whose run ended while it was dispatched: ``cancelled``.
     True only when that is what happened (not when we lost the lease, or the run lives on)."""
-    values: dict[str, Any] = {
-        "status": StepStatus.CANCELLED,
-        "claimed_by": None,
-        "claim_expires_at": None,
-        "finished_at": now,
-        "updated_at": now,
-    }
-    if result is not None:
-        values["result"] = result
     outcome = await conn.execute(
-        sa.update(steps).where(_leased_by(step_id, owner), ~_run_settles).values(**values)
+        sa.update(steps)
+        .where(_leased_by(step_id, owner), ~_run_settles)
+        .values(**_ended(StepStatus.CANCELLED, now, result))
     )
     return outcome.rowcount == 1
 
@@ -243,10 +241,8 @@ async def reschedule(
         .values(
             status=StepStatus.PENDING,
             due_at=due_at,
-            claimed_by=None,
-            claim_expires_at=None,
             last_error=error[:500],
-            updated_at=now,
+            **_released(now),
         )
     )
     return outcome.rowcount == 1
@@ -328,32 +324,15 @@ async def reclaim_stale(
     # A step whose run was ended (cancelled, failed, missed) while its runner was away has
     # nothing to go back to: handing it back would leave it pending on a dead run for ever.
     orphaned = await conn.execute(
-        sa.update(steps)
-        .where(*scope, _run_ended_early)
-        .values(
-            status=StepStatus.CANCELLED,
-            finished_at=now,
-            claimed_by=None,
-            claim_expires_at=None,
-            updated_at=now,
-        )
+        sa.update(steps).where(*scope, _run_ended_early).values(**_ended(StepStatus.CANCELLED, now))
     )
     gave_up = await conn.execute(
         sa.update(steps)
         .where(*scope, steps.c.attempts >= max_attempts)
-        .values(
-            status=StepStatus.FAILED,
-            last_error=GAVE_UP,
-            finished_at=now,
-            claimed_by=None,
-            claim_expires_at=None,
-            updated_at=now,
-        )
+        .values(last_error=GAVE_UP, **_ended(StepStatus.FAILED, now))
     )
     handed_back = await conn.execute(
-        sa.update(steps)
-        .where(*scope)
-        .values(status=StepStatus.PENDING, claimed_by=None, claim_expires_at=None, updated_at=now)
+        sa.update(steps).where(*scope).values(status=StepStatus.PENDING, **_released(now))
     )
     return Reclaimed(failed=gave_up.rowcount, reclaimed=handed_back.rowcount, cancelled=orphaned.rowcount)
 
@@ -420,10 +399,8 @@ async def requeue(conn: AsyncConnection, step_id: int, now: dt.datetime) -> bool
             attempts=0,
             due_at=None,
             last_error=None,
-            claimed_by=None,
-            claim_expires_at=None,
             finished_at=None,
-            updated_at=now,
+            **_released(now),
         )
     )
     return outcome.rowcount == 1
