@@ -88,20 +88,21 @@ def _swap_occurrence_key(columns: list[str], *, drop: str | None = None) -> None
         op.execute("DROP TABLE steps_0004")
 
 
-def upgrade() -> None:
-    with op.batch_alter_table("event_run_log", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("actor_id", sa.String(length=64), nullable=True))
-        batch_op.add_column(sa.Column("actor_name", sa.String(length=100), nullable=True))
-    _split_column("event_run_log", "actor", "actor_id", "actor_name")
-    with op.batch_alter_table("event_run_log", schema=None) as batch_op:
-        batch_op.drop_column("actor")
+# The "name (id)" label columns and the id + name pairs that replace them.
+_ACTOR_COLUMNS = (
+    ("event_run_log", "actor", "actor_id", "actor_name"),
+    ("event_run_steps", "settled_by", "settled_by_id", "settled_by_name"),
+)
 
-    with op.batch_alter_table("event_run_steps", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("settled_by_id", sa.String(length=64), nullable=True))
-        batch_op.add_column(sa.Column("settled_by_name", sa.String(length=100), nullable=True))
-    _split_column("event_run_steps", "settled_by", "settled_by_id", "settled_by_name")
-    with op.batch_alter_table("event_run_steps", schema=None) as batch_op:
-        batch_op.drop_column("settled_by")
+
+def upgrade() -> None:
+    for table, old, id_col, name_col in _ACTOR_COLUMNS:
+        with op.batch_alter_table(table, schema=None) as batch_op:
+            batch_op.add_column(sa.Column(id_col, sa.String(length=64), nullable=True))
+            batch_op.add_column(sa.Column(name_col, sa.String(length=100), nullable=True))
+        _split_column(table, old, id_col, name_col)
+        with op.batch_alter_table(table, schema=None) as batch_op:
+            batch_op.drop_column(old)
 
     with op.batch_alter_table("event_runs", schema=None) as batch_op:
         batch_op.add_column(sa.Column("occurrence_at", _when(), nullable=True))
@@ -137,16 +138,10 @@ def downgrade() -> None:
             conn.execute(sa.update(runs).where(runs.c.id == run_id).values(scheduled_for=shifted))
     _swap_occurrence_key(["definition_id", "scope", "scheduled_for"], drop="occurrence_at")
 
-    with op.batch_alter_table("event_run_steps", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("settled_by", sa.String(length=100), nullable=True))
-    _join_column("event_run_steps", "settled_by", "settled_by_id", "settled_by_name")
-    with op.batch_alter_table("event_run_steps", schema=None) as batch_op:
-        batch_op.drop_column("settled_by_name")
-        batch_op.drop_column("settled_by_id")
-
-    with op.batch_alter_table("event_run_log", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("actor", sa.String(length=100), nullable=True))
-    _join_column("event_run_log", "actor", "actor_id", "actor_name")
-    with op.batch_alter_table("event_run_log", schema=None) as batch_op:
-        batch_op.drop_column("actor_name")
-        batch_op.drop_column("actor_id")
+    for table, old, id_col, name_col in reversed(_ACTOR_COLUMNS):
+        with op.batch_alter_table(table, schema=None) as batch_op:
+            batch_op.add_column(sa.Column(old, sa.String(length=100), nullable=True))
+        _join_column(table, old, id_col, name_col)
+        with op.batch_alter_table(table, schema=None) as batch_op:
+            batch_op.drop_column(name_col)
+            batch_op.drop_column(id_col)
