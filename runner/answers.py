@@ -10,7 +10,6 @@ back out of a sentence.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -183,11 +182,11 @@ def refused_step(
         reason = Reason.STEP_OF_ENDED_RUN
         said["run_status"] = run_status
     elif status == StepStatus.DONE:
-        said["by"] = settled_by(step)
+        said["by"] = step.settled_by
         reason = Reason.ALREADY_CONFIRMED if said["by"] is not None else Reason.ALREADY_DONE
     elif status == StepStatus.SKIPPED:
         reason = Reason.ALREADY_SKIPPED
-        said["by"] = settled_by(step)
+        said["by"] = step.settled_by
     elif status == StepStatus.CANCELLED:
         reason = Reason.STEP_CANCELLED
         said["run_status"] = run_status if ended else None
@@ -200,16 +199,6 @@ def refused_step(
     else:
         reason = Reason.WRONG_STEP_STATUS
     return ControlResult(False, control, reason, step_id=step_id, step_status=status, **said, **facts)
-
-
-def settled_by(step: Mapping[Any, Any] | StepRecord) -> Actor | None:
-    """Who settled a step by hand, from its row or record (``None``: its action did, or nobody
-    yet)."""
-    if "settled_by_name" in step:
-        name, actor_id = step["settled_by_name"], step["settled_by_id"]
-        return Actor(None if actor_id is None else str(actor_id), str(name)) if name else None
-    legacy = step["settled_by"]
-    return Actor(None, str(legacy)) if legacy else None
 
 
 def cue_ref(step: StepRecord | None, step_id: int, run_id: int) -> CueRef:

@@ -33,7 +33,7 @@ from runner.clock import Clock, SystemClock
 from runner.db import retry_on_conflict
 from runner.errors import UnknownDefinition
 from runner.history import Actor, StepConfirmed, StepRequeued, StepSkipped, record
-from runner.lifecycle import end_run, move_run
+from runner.lifecycle import move_run
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
 from runner.states import RUN_IN_FLIGHT, RUN_SETTLES_STEPS, RunStatus, StepStatus
@@ -207,19 +207,19 @@ class Controls:
             if run is None or run.status not in RUN_IN_FLIGHT:
                 return refused_run(Control.CANCEL, run, run_id)
             cues = await steps_sql.parked_cues(conn, run_id)
-            error = f"cancelled by {_name(as_actor(actor))}: {reason}"
-            detail = {"from": run.status, "control": "cancel", "reason": reason}
-            ended = await end_run(
+            ended = await move_run(
                 conn,
                 run_id,
                 run.status,
                 RunStatus.CANCELLED,
                 now,
-                error=error,
-                detail=detail,
                 actor=as_actor(actor),
+                last_error=f"cancelled by {_name(as_actor(actor))}: {reason}",
+                cancel_open=True,
+                control="cancel",
+                reason=reason,
             )
-            if ended is None:
+            if not ended:
                 return refused_run(Control.CANCEL, await runs_sql.get(conn, run_id), run_id)
         self._changed()
         refs = tuple(CueRef(int(c["id"]), run_id, StepStatus.CANCELLED, c["result"]) for c in cues)

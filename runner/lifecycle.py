@@ -7,7 +7,7 @@ database: no caller decides at run time whether ``completed -> running`` is lega
 
 Missed (the tick), failed by ``on_failure: abort_run`` (the tick) and cancelled (a human) also
 cancel what the run still waits on (pending steps and parked cues, never a leased step: nothing
-can recall a command already sent): ``cancel_open=True``, or ``end_run``.
+can recall a command already sent): ``cancel_open=True``.
 """
 
 from __future__ import annotations
@@ -125,39 +125,6 @@ async def move_run(
         fields=fields,
     )
     return moved is not None
-
-
-async def end_run(
-    conn: AsyncConnection,
-    run_id: int,
-    from_statuses: RunStatus | str | Iterable[RunStatus | str],
-    to: RunStatus | str,
-    now: dt.datetime,
-    *,
-    error: str,
-    detail: Mapping[str, Any] | None = None,
-    actor: Actor | None = None,
-    step_id: int | None = None,
-) -> int | None:
-    """``move_run(..., cancel_open=True)`` answering how many steps it cancelled (``None``: the
-    run was no longer in ``from_statuses``). ``error`` is the run's ``last_error``; ``detail`` the
-    line's fields (``from``, ``to`` and ``steps_cancelled`` are the move's own)."""
-    fields = {k: v for k, v in (detail or {}).items() if k not in ("from", "to", "steps_cancelled")}
-    return await _move(
-        conn,
-        run_id,
-        from_statuses,
-        to,
-        now,
-        actor=actor,
-        step_id=step_id,
-        last_error=error,
-        claim=None,
-        cancel_open=True,
-        phase=None,
-        wake_at=None,
-        fields=fields,
-    )
 
 
 async def enter_phase(conn: AsyncConnection, run_id: int, phase: str, now: dt.datetime) -> bool:

@@ -64,7 +64,7 @@ RUN_IN_PROGRESS: frozenset[RunStatus] = frozenset({_R.STARTING, _R.RUNNING, _R.E
 # steps was out being dispatched must not get that step parked or settled as if nothing
 # happened: that left a live cue, and a ``running`` step, on a dead run.
 RUN_SETTLES_STEPS: frozenset[RunStatus] = frozenset({_R.RUNNING, _R.PAUSED})
-# The terminal statuses a run reaches before completing (``lifecycle.end_run``): what it still
+# The terminal statuses a run reaches before completing (``lifecycle.move_run(cancel_open=True)``): what it still
 # waits on is cancelled with it.
 RUN_ENDED_EARLY: frozenset[RunStatus] = RUN_TERMINAL - {_R.COMPLETED}
 

@@ -14,15 +14,15 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import catalog, history, schedule
-from runner.answers import settled_by
 from runner.definitions import EventDefinition
 from runner.errors import UnreadableDefinition
 from runner.history import Actor
+from runner.records import StepRecord
 from runner.sql import definitions as definitions_sql
 from runner.sql import run_log
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
-from runner.states import RUN_IN_FLIGHT, STEP_OPEN, StepStatus
+from runner.states import RUN_IN_FLIGHT, STEP_OPEN
 
 
 @dataclass(frozen=True)
@@ -110,13 +110,13 @@ async def run_view(engine: AsyncEngine, run_id: int, versions: catalog.VersionCa
             unreadable = None
         except UnreadableDefinition as exc:
             definition, unreadable = None, exc.reason
-        step_rows = await steps_sql.list_for_run(conn, run_id)
+        step_records = await steps_sql.list_for_run(conn, run_id)
         started_by = _started_by(await history.entries_for_run(conn, run_id), run["started_by"])
-    by_slot = {(s["phase"], int(s["seq"])): s for s in step_rows}
+    by_slot = {(s.phase, s.seq): s for s in step_records}
     if definition is not None:
         layout = [(p.key, p.label, [(s.label, s.action) for s in p.steps]) for p in definition.phases]
     else:
-        layout = _layout_of_rows(step_rows)
+        layout = _layout_of_rows(step_records)
     phases = []
     for phase_key, phase_label, specs in layout:
         step_views = []
@@ -142,18 +142,18 @@ async def run_view(engine: AsyncEngine, run_id: int, versions: catalog.VersionCa
                 continue
             step_views.append(
                 StepView(
-                    id=int(row["id"]),
+                    id=row.id,
                     phase=phase_key,
                     seq=seq,
-                    label=_label(row["label"], row["action_id"]),
-                    action_id=row["action_id"],
-                    status=row["status"],
-                    parked=row["status"] == StepStatus.RUNNING and row["claim_expires_at"] is None,
-                    due_at=row["due_at"],
-                    attempts=int(row["attempts"]),
-                    last_error=row["last_error"],
-                    settled_by=settled_by(row),
-                    result=row["result"],
+                    label=_label(row.label, row.action_id),
+                    action_id=row.action_id,
+                    status=row.status,
+                    parked=row.parked,
+                    due_at=row.due_at,
+                    attempts=row.attempts,
+                    last_error=row.last_error,
+                    settled_by=row.settled_by,
+                    result=row.result,
                 )
             )
         phases.append(PhaseView(phase_key, phase_label, phase_key == run["current_phase"], step_views))
@@ -190,12 +190,14 @@ def _started_by(entries: Sequence[history.Entry], stored: str | None) -> Actor |
     return catalog.as_actor(stored)
 
 
-def _layout_of_rows(step_rows: Sequence[Any]) -> list[tuple[str, str, list[tuple[str | None, str]]]]:
+def _layout_of_rows(
+    step_records: Sequence[StepRecord],
+) -> list[tuple[str, str, list[tuple[str | None, str]]]]:
     """Phases and steps as far as the run's own rows tell them, when its definition is unreadable:
     the phases it has entered, in the order it entered them, each labelled by its key."""
     by_phase: dict[str, dict[int, tuple[str | None, str]]] = {}
-    for row in sorted(step_rows, key=lambda r: int(r["id"])):
-        by_phase.setdefault(row["phase"], {})[int(row["seq"])] = (row["label"], row["action_id"])
+    for step in sorted(step_records, key=lambda s: s.id):
+        by_phase.setdefault(step.phase, {})[step.seq] = (step.label, step.action_id)
     layout = []
     for phase_key, slots in by_phase.items():
         specs = [slots.get(seq, (None, "?")) for seq in range(max(slots) + 1)]

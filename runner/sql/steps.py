@@ -53,7 +53,7 @@ _run_settles = _run_is(RUN_SETTLES_STEPS)
 # A human may settle a step of any run that has not ended (a pending step of a run not yet
 # started may be skipped), never one of a run that has.
 _run_not_ended = _run_is(RUN_IN_FLIGHT)
-# The statuses ``lifecycle.end_run`` moves a run to: it cancels every open step but a leased one.
+# The statuses ``lifecycle.move_run(cancel_open=True)`` moves a run to: it cancels every open step but a leased one.
 _run_ended_early = _run_is(RUN_ENDED_EARLY)
 
 
@@ -440,6 +440,6 @@ async def at_seq(conn: AsyncConnection, run_id: int, phase: str, seq: int) -> Ro
     return (await conn.execute(query)).mappings().first()
 
 
-async def list_for_run(conn: AsyncConnection, run_id: int) -> Sequence[Row]:
+async def list_for_run(conn: AsyncConnection, run_id: int) -> list[StepRecord]:
     query = sa.select(steps).where(steps.c.run_id == run_id).order_by(steps.c.id)
-    return (await conn.execute(query)).mappings().all()
+    return [StepRecord.from_row(row) for row in (await conn.execute(query)).mappings()]
