@@ -60,10 +60,14 @@ async def _move(
     phase: str | None,
     wake_at: dt.datetime | None,
     fields: Mapping[str, Any],
+    via: tuple[RunStatus, ...] = (),
+    frees_a_key: bool = True,
 ) -> int | None:
     """Steps cancelled (0 unless ``cancel_open``), or ``None`` when the run did not move."""
     froms, target = _froms(from_), RunStatus(to)
-    _check_edges(froms, target)
+    path = (froms, *((each,) for each in via))
+    for here, there in zip(path, (*via, target), strict=True):
+        _check_edges(here, there)
     if target is RunStatus.STARTING:
         # The start is the one move that also takes the lease and the concurrency slot.
         if claim is None:
@@ -71,11 +75,24 @@ async def _move(
         moved = await runs_sql.claim_start(conn, run_id, claim.owner, claim.until, now)
     else:
         moved = await runs_sql.transition(
-            conn, run_id, froms, target, now, phase=phase, error=last_error, wake_at=wake_at
+            conn,
+            run_id,
+            froms,
+            target,
+            now,
+            phase=phase,
+            error=last_error,
+            wake_at=wake_at,
+            wake_waiters=frees_a_key,
         )
     if not moved:
         return None
     cancelled = await steps_sql.cancel_open(conn, run_id, now) if cancel_open else None
+    for passed in via:
+        await record(
+            conn, run_id, RunStatusChanged(to=passed, from_=froms[0] if len(froms) == 1 else None), now
+        )
+        froms = (passed,)
     event = RunStatusChanged(
         to=target,
         from_=froms[0] if len(froms) == 1 else None,
@@ -100,6 +117,8 @@ async def move_run(
     cancel_open: bool = False,
     phase: str | None = None,
     wake_at: dt.datetime | None = None,
+    via: tuple[RunStatus, ...] = (),
+    frees_a_key: bool = True,
     **fields: Any,
 ) -> bool:
     """Move the run from (one of) ``from_`` to ``to`` and write its ``run.status`` line.
@@ -108,6 +127,11 @@ async def move_run(
     scheduled_for); ``last_error``, ``phase`` and ``wake_at`` are what the move writes on the
     run row. False when the run was no longer in ``from_``; ``ValueError`` for an edge the state
     machine does not have.
+
+    ``via`` walks statuses in between in the same statement, one line per edge (``running ->
+    ending -> completed`` when the last step settles): every edge is still drawn and recorded,
+    and nobody could have seen the run in between anyway. ``frees_a_key=False`` says the run
+    holds no concurrency key, so an end has no waiters to wake.
     """
     moved = await _move(
         conn,
@@ -123,6 +147,8 @@ async def move_run(
         phase=phase,
         wake_at=wake_at,
         fields=fields,
+        via=via,
+        frees_a_key=frees_a_key,
     )
     return moved is not None
 

@@ -7,19 +7,19 @@ tick."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from runner import catalog
 from runner.db import DATABASE_ERRORS, retry_on_conflict
-from runner.definitions import EventDefinition, PhaseDefinition
-from runner.engine.core import Abandon, Go, Lease, RunKey, RunnerBase, Stop, TickReport, Verdict, log
+from runner.definitions import EventDefinition
+from runner.engine.core import Go, Lease, RunKey, RunnerBase, Stop, TickReport, Verdict, log
 from runner.engine.steps import Stepping
-from runner.history import PhaseCompleted, PhaseStarted, RunBlocked, record
-from runner.lifecycle import Claim, enter_phase, move_run
-from runner.records import DueRun, RunRecord
+from runner.history import RunBlocked, record
+from runner.lifecycle import Claim, move_run
+from runner.records import DueRun, RunRecord, StepRecord
 from runner.sql import run_concurrency as concurrency_sql
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
@@ -62,18 +62,20 @@ class Advancing(Stepping, RunnerBase):
         await asyncio.gather(*(one(run) for run in due))
 
     async def _advance(self, run: DueRun, report: TickReport) -> bool:
-        lease = await self._take(run)
-        if lease is None:
+        taken = await self._take(run)
+        if taken is None:
             return False
+        lease, record = taken
         wake: dt.datetime | None = None
         try:
-            wake = await self._drive(lease, report)
+            wake = await self._drive(lease, report, run=record)
         except BaseException:
             # Look again after the backoff rather than leave the run dormant with no wake time.
             wake = self.clock.now() + dt.timedelta(seconds=self.settings.retry_seconds)
             raise
         finally:
-            await self._release(lease, wake)
+            if not lease.ended:
+                await self._release(lease, wake)
         return True
 
     @retry_on_conflict
@@ -84,7 +86,7 @@ class Advancing(Stepping, RunnerBase):
             )
 
     @retry_on_conflict
-    async def _take(self, due: DueRun) -> Lease | None:
+    async def _take(self, due: DueRun) -> tuple[Lease, RunRecord] | None:
         """Take the run's lease: ``scheduled -> starting`` (with the concurrency key) or a free
         lease on a run in flight. ``None`` when someone else has it or the key is held."""
         run_id = due.id
@@ -98,7 +100,7 @@ class Advancing(Stepping, RunnerBase):
                 return None
             run = await runs_sql.get(conn, run_id)
         assert run is not None
-        return Lease(run_id, until, run.nudges)
+        return Lease(run_id, until, run.nudges), run
 
     async def _start(self, conn: AsyncConnection, due: DueRun, claim: Claim, now: dt.datetime) -> bool:
         holder = await concurrency_sql.concurrency_holder(conn, due.concurrency_key, due.id)
@@ -124,114 +126,96 @@ class Advancing(Stepping, RunnerBase):
         if await concurrency_sql.mark_blocked(conn, due.id, holder_id, error, now, recheck):
             await record(conn, due.id, RunBlocked(key, holder_id), now)
 
-    async def _drive(self, lease: Lease, report: TickReport) -> dt.datetime | None:
-        """Move one leased run as far as it goes; answer when it next needs a tick."""
+    async def _drive(
+        self,
+        lease: Lease,
+        report: TickReport,
+        *,
+        run: RunRecord | None = None,
+        open_steps: list[StepRecord] | None = None,
+        claimed: bool = False,
+    ) -> dt.datetime | None:
+        """Move one leased run as far as it goes; answer when it next needs a tick.
+
+        ``run`` and ``open_steps`` are what the caller already knows (read under this lease, or
+        written by it); they are read again only when a guard was refused or a hold moved a due
+        date. ``claimed``: the first open step is already claimed by this lease."""
         run_id = lease.run_id
         dispatched = 0
+        definition: EventDefinition | None = None
         while True:
             now = self.clock.now()
-            async with self.engine.connect() as conn:
-                run = await runs_sql.get(conn, run_id)
-                if run is None:
-                    return None
-                definition = await self.versions.get(conn, run.version_id)
+            if run is None or definition is None:
+                async with self.engine.connect() as conn:
+                    if run is None:
+                        run = await runs_sql.get(conn, run_id)
+                        if run is None:
+                            return None
+                    definition = await self.versions.get(conn, run.version_id)
             if run.status is RunStatus.STARTING:
                 if not await self._enter_first_phase(run, definition, now):
                     return None
+                run = dataclasses.replace(
+                    run, status=RunStatus.RUNNING, current_phase=definition.phases[0].key, health=Health.OK
+                )
                 continue
             if run.status is RunStatus.ENDING:
-                await self._complete(run_id, now, recover=run.health is Health.STALLED)
+                await self._complete(run, now)
+                lease.ended = True
                 return None
             if run.status is not RunStatus.RUNNING:
                 return None
             phase = run.current_phase or definition.phases[0].key
-            async with self.engine.connect() as conn:
-                open_steps = await steps_sql.open_steps(conn, run_id, phase)
+            if open_steps is None:
+                async with self.engine.connect() as conn:
+                    open_steps = await steps_sql.open_steps(conn, run_id, phase)
             verdict: Verdict
             if not open_steps:
                 verdict = await self._end_phase(run, definition, phase, now)
             else:
                 verdict = Go.NEXT
-                for step in open_steps:
+                for index, step in enumerate(open_steps):
                     now = self.clock.now()
-                    if step.status is StepStatus.RUNNING:
+                    if claimed:
+                        pass
+                    elif step.status is StepStatus.RUNNING:
                         # Parked (NULL lease): only a human moves it. Leased: its runner is
                         # dispatching it, or died and the reclaim will hand it back.
                         verdict = Stop(step.claim_expires_at)
+                        break
                     elif step.due_at is not None and step.due_at > now:
                         verdict = Stop(step.due_at)
+                        break
                     elif dispatched >= self.settings.steps_per_tick:
                         verdict = Stop(now)
-                    else:
-                        verdict = await self._run_step(lease, run, step, report)
-                        dispatched += 1
-                    if verdict is not Go.NEXT:
+                        break
+                    following = open_steps[index + 1] if index + 1 < len(open_steps) else None
+                    verdict = await self._run_step(
+                        lease,
+                        run,
+                        definition,
+                        step,
+                        report,
+                        claimed=claimed,
+                        following=following,
+                        may_claim_next=dispatched + 1 < self.settings.steps_per_tick,
+                    )
+                    dispatched += 1
+                    claimed = verdict is Go.NEXT_CLAIMED
+                    if verdict is not Go.NEXT and not claimed:
                         break
             if isinstance(verdict, Stop):
                 return verdict.wake
+            if verdict is Go.ENDED:
+                lease.ended = True
+                return None
+            if verdict is Go.CROSSED:
+                following_phase = definition.next_phase(phase)
+                assert following_phase is not None
+                run = dataclasses.replace(
+                    run, current_phase=following_phase.key, held_until=None, health=Health.OK
+                )
+                open_steps = None
+                continue
             # Go.REREAD, or Go.NEXT after the last open step: read the run again.
-
-    @retry_on_conflict
-    async def _enter_first_phase(self, run: RunRecord, definition: EventDefinition, now: dt.datetime) -> bool:
-        # Phase one's steps were created with the run (``catalog.create_run``). Re-inserting them
-        # here took a shared lock on the run row (the foreign-key check) before the transition
-        # wanted an exclusive one: a deadlock with another runner's claim of the same run.
-        first = definition.phases[0]
-        async with self.engine.begin() as conn:
-            if not await move_run(conn, run.id, RunStatus.STARTING, RunStatus.RUNNING, now, phase=first.key):
-                return False
-            if run.health is Health.STALLED:
-                await self._recover(conn, run.id, now)
-            await record(conn, run.id, PhaseStarted(first.key), now)
-        return True
-
-    async def _end_phase(
-        self, run: RunRecord, definition: EventDefinition, phase: str, now: dt.datetime
-    ) -> Verdict:
-        following = definition.next_phase(phase)
-        if following is None and run.held_until is not None and run.held_until > now:
-            # A wait at the very end holds the end of the event too.
-            return Stop(run.held_until)
-        try:
-            await self._cross_phase_boundary(run, phase, following, now)
-        except Abandon:
-            return Stop()
-        if following is None:
-            await self._complete(run.id, now)
-            return Stop()
-        return Go.REREAD
-
-    @retry_on_conflict
-    async def _cross_phase_boundary(
-        self, run: RunRecord, phase: str, following: PhaseDefinition | None, now: dt.datetime
-    ) -> None:
-        """Close ``phase`` and enter ``following`` (or ``ending``), in one transaction; raises
-        ``Abandon`` (rolling it back) when the run stopped being ``running`` underneath us."""
-        async with self.engine.begin() as conn:
-            if run.health is Health.STALLED:
-                await self._recover(conn, run.id, now)
-            await record(conn, run.id, PhaseCompleted(phase), now)
-            if following is None:
-                if not await move_run(conn, run.id, RunStatus.RUNNING, RunStatus.ENDING, now):
-                    raise Abandon
-                return
-            # The run row is locked first, before the step inserts' foreign-key checks take a
-            # shared lock on it: the other order deadlocks with a competing runner.
-            if not await enter_phase(conn, run.id, following.key, now):
-                raise Abandon
-            await steps_sql.materialise_phase(
-                conn,
-                run.id,
-                following.key,
-                catalog.phase_step_specs(following),
-                now,
-                first_due_at=run.held_until,
-            )
-            await runs_sql.take_phase_hold(conn, run.id)
-
-    @retry_on_conflict
-    async def _complete(self, run_id: int, now: dt.datetime, *, recover: bool = False) -> None:
-        async with self.engine.begin() as conn:
-            if recover:
-                await self._recover(conn, run_id, now)
-            await move_run(conn, run_id, RunStatus.ENDING, RunStatus.COMPLETED, now)
+            run, open_steps, claimed = None, None, False

@@ -77,6 +77,12 @@ class Go(enum.Enum):
 
     # The next open step of the phase, from the list already read.
     NEXT = "next"
+    # The same, and the settle's transaction already claimed it: perform it at once.
+    NEXT_CLAIMED = "next, claimed"
+    # The settle's transaction also entered the next phase: read its steps (the run is known).
+    CROSSED = "crossed"
+    # The settle's transaction also completed the run (and so let its lease go).
+    ENDED = "ended"
     # Read the run and its open steps again first (a hold moved a due date, a claim was lost,
     # a phase was crossed).
     REREAD = "reread"
@@ -92,10 +98,6 @@ class Stop:
 
 # What a step or a phase boundary tells the loop driving the run.
 Verdict = Go | Stop
-
-
-class Abandon(Exception):
-    """Roll back the current transaction: a guard found the run changed underneath us."""
 
 
 # Told about a step that answered "wait for a human" (a GM cue) after its run had ended: the
@@ -119,6 +121,8 @@ class Lease:
     run_id: int
     until: dt.datetime
     nudges_seen: int
+    # The run ended under this lease: the terminal move already let the lease go.
+    ended: bool = False
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,17 @@ outcome (done, parked, retry, failed), each in the settle's transaction."""
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import retry_on_conflict
+from runner.definitions import EventDefinition
 from runner.dispatch import Classified, perform
-from runner.engine.core import Go, Lease, Orphaned, RunnerBase, Stop, TickReport, Verdict, log
+from runner.engine.core import Go, Lease, Orphaned, Stop, TickReport, Verdict, log
+from runner.engine.phases import Phasing
 from runner.history import (
+    LineBatch,
     RunEnding,
     StepCancelled,
     StepDone,
@@ -19,6 +23,7 @@ from runner.history import (
     StepRetry,
     how_run_ended,
     record,
+    written_together,
 )
 from runner.records import RunRecord, StepRecord
 from runner.registry import Envelope
@@ -27,9 +32,34 @@ from runner.sql import steps as steps_sql
 from runner.states import Health, StepStatus
 
 
-class Stepping(RunnerBase):
-    async def _run_step(self, lease: Lease, run: RunRecord, step: StepRecord, report: TickReport) -> Verdict:
-        if not await self._claim_step(lease, step):
+@dataclass(frozen=True)
+class _Then:
+    """What a settle may do next in its transaction: claim ``following``, or (``last``: the
+    step was the phase's last open one) close the phase of ``definition``."""
+
+    definition: EventDefinition
+    following: StepRecord | None
+    last: bool
+
+
+class Stepping(Phasing):
+    async def _run_step(
+        self,
+        lease: Lease,
+        run: RunRecord,
+        definition: EventDefinition,
+        step: StepRecord,
+        report: TickReport,
+        *,
+        claimed: bool = False,
+        following: StepRecord | None = None,
+        may_claim_next: bool = True,
+    ) -> Verdict:
+        """Claim (unless the previous settle already did), perform, settle. The settle's
+        transaction also claims ``following`` when it is due (``Go.NEXT_CLAIMED``), or, after
+        the phase's last open step, closes the phase (``Go.CROSSED``, ``Go.ENDED``): one
+        transaction per step, each step's claim committed before its action runs."""
+        if not claimed and not await self._claim_step(lease, step):
             # Paused or cancelled underneath us, or a human settled this step: look again.
             return Go.REREAD
         report.steps_dispatched += 1
@@ -44,7 +74,8 @@ class Stepping(RunnerBase):
         )
         outcome = await perform(self.registry, envelope, step.action_id)
         attempts = step.attempts + 1  # the row was read before our claim counted this one
-        verdict = await self._settle(run, step, attempts, outcome)
+        then = _Then(definition, following if may_claim_next else None, last=following is None)
+        verdict = await self._settle(lease, run, step, attempts, outcome, then)
         if isinstance(verdict, Orphaned):
             await self._close_parked(verdict)
             return Go.REREAD
@@ -74,37 +105,44 @@ class Stepping(RunnerBase):
 
     @retry_on_conflict
     async def _claim_step(self, lease: Lease, step: StepRecord) -> bool:
+        async with self.engine.begin() as conn:
+            return await self._claim_in(conn, lease, step, self.clock.now())
+
+    async def _claim_in(
+        self, conn: AsyncConnection, lease: Lease, step: StepRecord, now: dt.datetime
+    ) -> bool:
         """Lease the step (renewing the run's lease first when the step could outlast it)."""
         action = self.registry.get(step.action_id)
         budget = (action.budget_ms if action else 1000) / 1000
-        now = self.clock.now()
         margin = dt.timedelta(seconds=self.settings.step_lease_margin_seconds)
         step_lease = now + dt.timedelta(seconds=budget) + margin
-        async with self.engine.begin() as conn:
-            if lease.until < step_lease + margin:
-                lease.until = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
-                await runs_sql.renew_claim(conn, lease.run_id, self.owner, lease.until)
-            return await steps_sql.claim(
-                conn,
-                step.id,
-                run_id=lease.run_id,
-                owner=self.owner,
-                lease_until=step_lease,
-                now=now,
-                action_version=action.version if action else None,
-            )
+        if lease.until < step_lease + margin:
+            lease.until = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
+            await runs_sql.renew_claim(conn, lease.run_id, self.owner, lease.until)
+        return await steps_sql.claim(
+            conn,
+            step.id,
+            run_id=lease.run_id,
+            owner=self.owner,
+            lease_until=step_lease,
+            now=now,
+            action_version=action.version if action else None,
+        )
 
     @retry_on_conflict
     async def _settle(
-        self, run: RunRecord, step: StepRecord, attempts: int, outcome: Classified
+        self, lease: Lease, run: RunRecord, step: StepRecord, attempts: int, outcome: Classified, then: _Then
     ) -> Verdict | Orphaned:
         now = self.clock.now()
-        async with self.engine.begin() as conn:
+        async with self.engine.begin() as conn, written_together(conn) as batch:
             if run.health is Health.STALLED:
                 # Before anything this settle degrades: ``degrade`` only moves ``ok``.
                 await self._recover(conn, run.id, now)
             if outcome.outcome == "done":
-                return await self._settle_done(conn, run, step, attempts, outcome, now)
+                verdict = await self._settle_done(conn, run, step, attempts, outcome, now)
+                if verdict is Go.NEXT:
+                    verdict = await self._then(conn, batch, lease, run, step, then, now)
+                return verdict
             if outcome.outcome == "parked":
                 return await self._settle_parked(conn, run, step, outcome, now)
             error = outcome.error or "failed"
@@ -141,6 +179,32 @@ class Stepping(RunnerBase):
         )
         # A hold moved a due date the open steps already read do not show.
         return Go.REREAD if hold_until is not None else Go.NEXT
+
+    async def _then(
+        self,
+        conn: AsyncConnection,
+        batch: LineBatch,
+        lease: Lease,
+        run: RunRecord,
+        step: StepRecord,
+        then: _Then,
+        now: dt.datetime,
+    ) -> Verdict:
+        """What the settle of a step done (with no hold) also does in its transaction: claim the
+        next step if it is due now, or close the phase after its last open step."""
+        following = then.following
+        if following is not None:
+            due = following.due_at is None or following.due_at <= now
+            if (
+                following.status is StepStatus.PENDING
+                and due
+                and await self._claim_in(conn, lease, following, now)
+            ):
+                return Go.NEXT_CLAIMED
+            return Go.NEXT
+        if not then.last:
+            return Go.NEXT
+        return await self._close_phase(conn, batch, run, then.definition, step.phase, now)
 
     async def _settle_parked(
         self, conn: AsyncConnection, run: RunRecord, step: StepRecord, outcome: Classified, now: dt.datetime

@@ -18,29 +18,34 @@ from runner.schema import run_log
 Row = sa.RowMapping
 
 
-async def write(
-    conn: AsyncConnection,
+def line(
     run_id: int,
     kind: str,
     at: dt.datetime,
-    *,
     step_id: int | None = None,
     actor_id: str | None = None,
     actor_name: str | None = None,
     detail: dict[str, Any] | None = None,
-) -> None:
-    """One line. Written through ``runner.history.record``, which types the detail."""
-    await conn.execute(
-        sa.insert(run_log).values(
-            run_id=run_id,
-            step_id=step_id,
-            kind=kind,
-            actor_id=actor_id,
-            actor_name=actor_name[:100] if actor_name else actor_name,
-            detail=detail,
-            at=at,
-        )
-    )
+) -> dict[str, Any]:
+    """One line's row, as ``write_many`` stores it."""
+    return {
+        "run_id": run_id,
+        "step_id": step_id,
+        "kind": kind,
+        "actor_id": actor_id,
+        "actor_name": actor_name[:100] if actor_name else actor_name,
+        "detail": detail,
+        "at": at,
+    }
+
+
+async def write_many(conn: AsyncConnection, lines: Sequence[dict[str, Any]]) -> None:
+    """Several lines (rows from ``line``) in one statement, in order: their ids ascend as the
+    list does, which is the order every reader sorts by."""
+    if len(lines) == 1:
+        await conn.execute(sa.insert(run_log).values(**lines[0]))
+    elif lines:
+        await conn.execute(sa.insert(run_log), list(lines))
 
 
 async def for_run(conn: AsyncConnection, run_id: int) -> Sequence[Row]:

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from runner.db import insert_ignore
 from runner.records import DueRun, RunRecord
 from runner.schema import definitions, runs
-from runner.sql.run_concurrency import wake_waiters
+from runner.sql.run_concurrency import wake_waiters as wake_blocked
 from runner.states import RUN_IN_FLIGHT, RUN_IN_PROGRESS, RUN_TERMINAL, RUN_TICKABLE, RunStatus
 
 Row = sa.RowMapping
@@ -176,6 +176,7 @@ async def transition(
     phase: str | None = None,
     error: str | None = None,
     wake_at: dt.datetime | None = None,
+    wake_waiters: bool = True,
 ) -> bool:
     """A guarded status move; 0 rows means the run was no longer in ``from_statuses``. Called by
     ``lifecycle`` only, which checks the edge and writes the move's line.
@@ -206,8 +207,8 @@ async def transition(
         sa.update(runs).where(runs.c.id == run_id, runs.c.status.in_(froms)).values(**values)
     )
     moved = result.rowcount == 1
-    if moved and to in RUN_TERMINAL:
-        await wake_waiters(conn, run_id, now)
+    if moved and to in RUN_TERMINAL and wake_waiters:
+        await wake_blocked(conn, run_id, now)
     return moved
 
 
