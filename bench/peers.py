@@ -31,6 +31,7 @@ import asyncio
 import datetime as dt
 import importlib.util
 import json
+import math
 import sys
 import tempfile
 import time
@@ -83,10 +84,28 @@ WARMUP_WAIT = 0.05
 # ── eventbot, in this process ─────────────────────────────────────────────
 
 
-async def _until_ended(watcher: AsyncEngine, run_id: int) -> str:
-    """Poll the run's status every 5 ms, on an engine of its own: a plain one, so on SQLite the
-    reads take no write lock (``runner.db``'s engine begins every transaction IMMEDIATE) and
-    are not counted with the runner's statements."""
+class _LastStep:
+    """The run's last no-op also says it ran, so a client polls for the run's end only once its
+    last step is under way: 8 clients polling from the start would take the event loop (and,
+    through aiosqlite's threads, the GIL) from the runner being measured."""
+
+    def __init__(self) -> None:
+        self.reached: dict[int, asyncio.Event] = {}
+
+    def event(self, run_id: int) -> asyncio.Event:
+        return self.reached.setdefault(run_id, asyncio.Event())
+
+    async def perform(self, envelope: Envelope, params: BaseModel) -> dict[str, Any]:
+        self.event(envelope.run_id).set()
+        return {"ok": True}
+
+
+async def _until_ended(watcher: AsyncEngine, run_id: int, last: _LastStep) -> str:
+    """Once the last step runs, poll the run's status every 5 ms, on an engine of its own: a
+    plain one, so on SQLite the reads take no write lock (``runner.db``'s engine begins every
+    transaction IMMEDIATE) and are not counted with the runner's statements."""
+    await last.event(run_id).wait()
+    last.reached.pop(run_id)
     query = sa.select(runs.c.status).where(runs.c.id == run_id)
     while True:
         async with watcher.connect() as conn:
@@ -96,40 +115,49 @@ async def _until_ended(watcher: AsyncEngine, run_id: int) -> str:
         await asyncio.sleep(POLL_SECONDS)
 
 
-async def measure_throughput(url: str, *, clients: int, per_client: int, warmup: int) -> dict[str, Any]:
-    registry = registry_of(bench_action("bench.noop", ok))
+async def measure_throughput(
+    url: str, *, clients: int, per_client: int, warmup: int, budget: float
+) -> dict[str, Any]:
+    """``clients`` loops of ``per_client`` runs each, or fewer where ``budget`` seconds have
+    passed (a client then starts no more runs), so a slow engine cannot stretch the bench."""
+    last = _LastStep()
+    registry = registry_of(bench_action("bench.noop", ok), bench_action("bench.last", last.perform))
     scopes = [f"c{i}" for i in range(clients)]
     engine = create_engine(url)
     watcher = create_async_engine(url)
     try:
-        noops = phase("main", *(step("bench.noop") for _ in range(STEPS_PER_RUN)))
+        noops = phase("main", *(step("bench.noop") for _ in range(STEPS_PER_RUN - 1)), step("bench.last"))
         await publish(engine, event("peers", noops, scopes=scopes), registry)
         ended: list[str] = []
         async with serving(engine, registry) as loop:
             controls = Controls(engine, on_change=loop.nudge)
 
-            async def client(scope: str, n: int) -> None:
-                for _ in range(n):
+            async def client(scope: str, n: int, deadline: float) -> int:
+                done = 0
+                while done < n and time.perf_counter() < deadline:
                     started = await controls.start("peers", scope=scope, actor="bench")
                     assert started.ok, started.message
-                    ended.append(await _until_ended(watcher, started.run_ids[0]))
+                    ended.append(await _until_ended(watcher, started.run_ids[0], last))
+                    done += 1
+                return done
 
-            await asyncio.gather(*(client(scope, warmup) for scope in scopes))
+            await asyncio.gather(*(client(scope, warmup, math.inf) for scope in scopes))
             with StatementLog(engine) as counted:
                 began = time.perf_counter()
-                await asyncio.gather(*(client(scope, per_client) for scope in scopes))
+                finished = await asyncio.gather(*(client(s, per_client, began + budget) for s in scopes))
                 elapsed = time.perf_counter() - began
     finally:
         await watcher.dispose()
         await engine.dispose()
-    done = clients * per_client * STEPS_PER_RUN
+    done = sum(finished) * STEPS_PER_RUN
     return {
         "rate": done / elapsed,
+        "runs": sum(finished),
         "statements_per_step": counted.count / done,
         "statements_per_step_without_begin": counted.without_begin / done,
         "not_completed": [s for s in ended if s != RunStatus.COMPLETED],
         "failed_ticks": loop.state.failures,
-        "waits_by": f"polling the run's status every {POLL_SECONDS * 1000:.0f} ms",
+        "waits_by": f"polling the run's status every {POLL_SECONDS * 1000:.0f} ms once its last step runs",
     }
 
 
@@ -211,10 +239,10 @@ async def _dbos_child(kind: str, args: dict[str, Any]) -> dict[str, Any]:
     return json.loads(out.decode().strip().splitlines()[-1])
 
 
-def _sizes(options: Options) -> dict[str, int]:
+def _sizes(options: Options) -> dict[str, Any]:
     if options.quick:
-        return {"runs": 10, "warmup": 1, "samples": 30}
-    return {"runs": 40, "warmup": 2, "samples": 50}
+        return {"runs": 10, "warmup": 1, "samples": 30, "budget": 4.0}
+    return {"runs": 40, "warmup": 2, "samples": 50, "budget": 12.0}
 
 
 def _missing(backend: Backend) -> list[Result]:
@@ -229,7 +257,7 @@ async def run(backend: Backend, options: Options) -> list[Result]:
     if not _dbos_installed():
         return _missing(backend)
     sizes = _sizes(options)
-    load = {"clients": CLIENTS, "runs": sizes["runs"], "warmup": sizes["warmup"]}
+    load = {"clients": CLIENTS, "runs": sizes["runs"], "warmup": sizes["warmup"], "budget": sizes["budget"]}
     ebot_rates: list[dict[str, Any]] = []
     dbos_rates: list[dict[str, Any]] = []
     ebot_late: list[dict[str, Any]] = []
@@ -238,7 +266,11 @@ async def run(backend: Backend, options: Options) -> list[Result]:
         async with fresh_database(backend) as url:
             ebot_rates.append(
                 await measure_throughput(
-                    url, clients=CLIENTS, per_client=sizes["runs"], warmup=sizes["warmup"]
+                    url,
+                    clients=CLIENTS,
+                    per_client=sizes["runs"],
+                    warmup=sizes["warmup"],
+                    budget=sizes["budget"],
                 )
             )
         dbos_rates.append(await _dbos_child("throughput", load))
@@ -267,18 +299,19 @@ def _common_details(backend: Backend, dbos: dict[str, Any]) -> list[str]:
 
 
 def _throughput_row(
-    backend: Backend, sizes: dict[str, int], ebot: list[dict[str, Any]], dbos: list[dict[str, Any]]
+    backend: Backend, sizes: dict[str, Any], ebot: list[dict[str, Any]], dbos: list[dict[str, Any]]
 ) -> Result:
     ratios = [e["rate"] / d["rate"] for e, d in zip(ebot, dbos, strict=True)]
     ratio = median(ratios)
     per_step = median([e["statements_per_step"] for e in ebot])
     per_step_plain = median([e["statements_per_step_without_begin"] for e in ebot])
     details = [
-        f"{CLIENTS} clients x {sizes['runs']} runs of 3 no-op steps each ({sizes['warmup']} warm-up runs "
-        f"per client not counted), {len(ratios)} repeats, alternating eventbot then DBOS",
-        "steps/s per repeat, eventbot / DBOS = ratio: "
+        f"{CLIENTS} clients x up to {sizes['runs']} runs of 3 no-op steps each, a client starting no "
+        f"more after {sizes['budget']:.0f} s ({sizes['warmup']} warm-up runs per client not counted), "
+        f"{len(ratios)} repeats, alternating eventbot then DBOS",
+        "steps/s per repeat, eventbot / DBOS = ratio (runs measured): "
         + "; ".join(
-            f"{e['rate']:.0f} / {d['rate']:.0f} = {r:.2f}x"
+            f"{e['rate']:.0f} / {d['rate']:.0f} = {r:.2f}x ({e['runs']} / {d['runs']})"
             for e, d, r in zip(ebot, dbos, ratios, strict=True)
         ),
         f"eventbot statements per step over the measurement, lifecycle included (starts, phases, "
@@ -307,7 +340,7 @@ def _throughput_row(
 
 
 def _lateness_row(
-    backend: Backend, sizes: dict[str, int], ebot: list[dict[str, Any]], dbos: list[dict[str, Any]]
+    backend: Backend, sizes: dict[str, Any], ebot: list[dict[str, Any]], dbos: list[dict[str, Any]]
 ) -> Result:
     def stats(values: list[float]) -> tuple[float, float, float]:
         return percentile(values, 50), percentile(values, 99), max(values)

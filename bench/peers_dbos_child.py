@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 import time
 from typing import Any
@@ -116,22 +117,24 @@ def _workflows(dbos: Any) -> dict[str, Any]:
 async def _throughput(
     dbos: Any, workflows: dict[str, Any], args: dict[str, Any], counted: dict[str, int]
 ) -> dict[str, Any]:
-    async def client(n: int) -> int:
-        done = 0
-        for _ in range(n):
+    async def client(n: int, deadline: float) -> int:
+        done = runs = 0
+        while runs < n and time.perf_counter() < deadline:
             handle = await dbos.start_workflow_async(workflows["three_steps"])
             done += await handle.get_result()
+            runs += 1
         return done
 
     clients = args["clients"]
-    await asyncio.gather(*(client(args["warmup"]) for _ in range(clients)))
+    await asyncio.gather(*(client(args["warmup"], math.inf) for _ in range(clients)))
     before = counted["statements"]
     started = time.perf_counter()
-    done = sum(await asyncio.gather(*(client(args["runs"]) for _ in range(clients))))
+    deadline = started + args["budget"]
+    done = sum(await asyncio.gather(*(client(args["runs"], deadline) for _ in range(clients))))
     elapsed = time.perf_counter() - started
     return {
         "rate": done / elapsed,
-        "steps": done,
+        "runs": done // STEPS_PER_RUN,
         "elapsed": elapsed,
         "statements_per_step": (counted["statements"] - before) / done,
     }
