@@ -28,6 +28,7 @@ extra: without it the rows say so rather than fail.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import importlib.util
 import json
@@ -36,6 +37,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -70,18 +72,29 @@ DIFFERENCES = [
     "step rows leased by the runner, a run log line per step and per status change, phases; the "
     "serving loop ticks (reclaim, materialise, missed, advance) and a control nudges it.",
     "DBOS on SQLite: pysqlite with isolation_level IMMEDIATE (BEGIN IMMEDIATE before the first write, "
-    "reads in autocommit), a pool of 20 connections driven from a thread pool, each call one "
-    "asyncio.to_thread; eventbot's runner.db begins every transaction, reads included, with BEGIN "
+    "reads in autocommit), a pool of 20 connections used from worker threads (asyncio.to_thread); "
+    "eventbot's runner.db begins every transaction, reads included, with BEGIN "
     "IMMEDIATE on one pooled connection, on the event loop through aiosqlite.",
 ]
 
 
 ENDED = {RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.MISSED}
 POLL_SECONDS = 0.005
+# A run that has not ended this long after its start is stuck: say so rather than hang the bench.
+RUN_TIMEOUT = 30.0
 WARMUP_WAIT = 0.05
 
 
 # ── eventbot, in this process ─────────────────────────────────────────────
+
+
+@contextlib.asynccontextmanager
+async def _ends_within(seconds: float, run_id: int) -> AsyncIterator[None]:
+    try:
+        async with asyncio.timeout(seconds):
+            yield
+    except TimeoutError:
+        raise RuntimeError(f"eventbot run {run_id} did not get to its end within {seconds:.0f} s") from None
 
 
 class _LastStep:
@@ -137,7 +150,8 @@ async def measure_throughput(
                 while done < n and time.perf_counter() < deadline:
                     started = await controls.start("peers", scope=scope, actor="bench")
                     assert started.ok, started.message
-                    ended.append(await _until_ended(watcher, started.run_ids[0], last))
+                    async with _ends_within(RUN_TIMEOUT, started.run_ids[0]):
+                        ended.append(await _until_ended(watcher, started.run_ids[0], last))
                     done += 1
                 return done
 
@@ -190,7 +204,8 @@ async def measure_lateness(url: str, samples: int, warmup: int = 3) -> dict[str,
                 started = await controls.start("peers-late", scope=scope, actor="bench")
                 assert started.ok, started.message
                 run_id = started.run_ids[0]
-                await asyncio.wait_for(recorder.event(run_id).wait(), timeout=60)
+                async with _ends_within(offset + RUN_TIMEOUT, run_id):
+                    await recorder.event(run_id).wait()
                 return run_id
 
             await asyncio.gather(*(one(f"w{i}", 0.0) for i in range(warmup)))
@@ -233,7 +248,7 @@ async def _dbos_child(kind: str, args: dict[str, Any]) -> dict[str, Any]:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        out, err = await asyncio.wait_for(process.communicate(), timeout=300)
+        out, err = await asyncio.wait_for(process.communicate(), timeout=180)
     if process.returncode != 0:
         raise RuntimeError(f"DBOS {kind} child failed ({process.returncode}): {err.decode()[-2000:]}")
     return json.loads(out.decode().strip().splitlines()[-1])
