@@ -34,7 +34,7 @@ from bench.results import Options, Result, median, percentile
 from bench.workloads import bench_action, publish, registry_of
 from runner.clock import utcnow
 from runner.controls import Controls
-from runner.engine import Runner
+from runner.engine import Runner, serving_settings
 from runner.loop import RunnerLoop
 from runner.registry import ActionRegistry, Envelope
 from runner.schema import steps
@@ -81,13 +81,15 @@ class Recorder:
 @contextlib.asynccontextmanager
 async def serving(engine: AsyncEngine, registry: ActionRegistry) -> AsyncIterator[RunnerLoop]:
     """The runner in its real loop, as a task, for the duration of the block."""
-    loop = RunnerLoop(Runner(engine, registry, owner="bench"), interval=5)
+    runner = Runner(engine, registry, owner="bench", settings=serving_settings(5))
+    loop = RunnerLoop(runner, interval=5)
     task = asyncio.create_task(loop.run_forever())
     try:
         yield loop
     finally:
         loop.stop()
         await asyncio.wait_for(task, timeout=30)
+        await runner.aclose()
 
 
 async def _publish_in_scopes(

@@ -17,6 +17,7 @@ any error message.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any, Protocol
 
@@ -35,7 +36,7 @@ from bot.ticker import Ticker
 from bot.tree import GuardedTree
 from runner.clock import Clock
 from runner.db import create_engine
-from runner.engine import RunnerSettings
+from runner.engine import RunnerSettings, serving_settings
 from runner.migrate import alembic_config, current_revision
 from wiring.config import Config
 from wiring.services import Services, assemble
@@ -73,10 +74,11 @@ class EventBot(commands.Bot):
             engine,
             lambda describe: DiscordDelivery(self, config, describe),
             clock=self.clock,
-            settings=runner_settings or RunnerSettings(rehearsal_speed=config.rehearsal_speed),
+            settings=runner_settings or self._runner_settings(config),
             owner=owner,
             # The controls are the one layer that wakes the runner after a change.
             on_change=self.nudge,
+            drive_starts=True,
         )
         self.ticker: Ticker | None = None
         self.staff_log: StaffLog | None = None
@@ -95,6 +97,13 @@ class EventBot(commands.Bot):
     def delivery(self) -> DiscordDelivery:
         return self.services.delivery
 
+    @staticmethod
+    def _runner_settings(config: Config) -> RunnerSettings:
+        settings = serving_settings(config.tick_interval_seconds, rehearsal_speed=config.rehearsal_speed)
+        if not config.hold_waits_in_process:
+            settings = dataclasses.replace(settings, hold_in_process_seconds=0.0)
+        return settings
+
     async def setup_hook(self) -> None:
         for extension in EXTENSIONS:
             await self.load_extension(extension)
@@ -106,6 +115,8 @@ class EventBot(commands.Bot):
             interval=self.config.tick_interval_seconds,
         )
         await self.staff_log.prime()
+        # A run started here is driven outside the ticks; its lines are posted when it lets go.
+        self.services.runner.after_drive = self.staff_log.nudge
         self.ticker = Ticker(
             self.services.runner,
             interval=self.config.tick_interval_seconds,
@@ -124,6 +135,8 @@ class EventBot(commands.Bot):
         for loop in (self.ticker, self.staff_log):
             if loop is not None:
                 loop.cancel()
+        # Runs started here and still being driven finish their step (or give the run back).
+        await self.services.runner.aclose()
         await super().close()
 
 

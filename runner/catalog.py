@@ -16,9 +16,10 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import definitions as defs
-from runner import history
+from runner import history, lifecycle
 from runner.definitions import REHEARSAL_KEY_PREFIX, EventDefinition
 from runner.errors import UnknownDefinition, UnreadableDefinition
+from runner.records import RunRecord, StepRecord
 from runner.sql import definitions as definitions_sql
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
@@ -200,6 +201,70 @@ async def create_run(
     )
     await history.record(conn, run_id, created, now, actor=as_actor(actor))
     return run_id
+
+
+@dataclass(frozen=True)
+class StartedHere:
+    """A run created under a ``Handover``: what its creating transaction wrote, so the runner
+    that drives it need not read it back."""
+
+    run: RunRecord
+    steps: list[StepRecord]
+
+
+def can_start_here(current_definition: CurrentDefinition, scope: str, rehearsal: bool) -> bool:
+    """A start may be handed over unless the run holds a concurrency key (it must take its slot,
+    or wait for it, through ``scheduled -> starting``) or its first phase has no steps."""
+    definition = current_definition.definition
+    return definition.concurrency_key_for(scope) is None and bool(definition.phases[0].steps)
+
+
+async def create_run_started_here(
+    conn: AsyncConnection,
+    current_definition: CurrentDefinition,
+    scope: str,
+    now: dt.datetime,
+    handover: lifecycle.Handover,
+    *,
+    actor: history.Actor | str | None = None,
+    rehearsal: bool = False,
+) -> StartedHere:
+    """A manual start created ``running``, leased and with its first step claimed (see
+    ``can_start_here``): one transaction of four statements, and the first action can go."""
+    definition = current_definition.definition
+    first = definition.phases[0]
+    run = await runs_sql.insert_leased(
+        conn,
+        definition_id=current_definition.definition_id,
+        version_id=current_definition.version_id,
+        scope=scope,
+        phase=first.key,
+        owner=handover.owner,
+        lease_until=handover.run_lease_until,
+        now=now,
+        rehearsal=rehearsal,
+        started_by=stored_name(actor),
+    )
+    steps = await steps_sql.materialise_claiming_first(
+        conn,
+        run.id,
+        first.key,
+        phase_step_specs(first),
+        now,
+        owner=handover.owner,
+        lease_until=handover.step_lease_until,
+        action_version=handover.action_version,
+    )
+    created = history.RunCreated(
+        definition=definition.key,
+        version_id=current_definition.version_id,
+        scope=scope,
+        scheduled_for=now,
+        rehearsal=rehearsal,
+    )
+    await history.record(conn, run.id, created, now, actor=as_actor(actor))
+    await lifecycle.record_born_running(conn, run.id, first.key, now)
+    return StartedHere(run, steps)
 
 
 def as_actor(actor: history.Actor | str | None) -> history.Actor | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -32,8 +32,8 @@ from runner.catalog import as_actor
 from runner.clock import Clock, SystemClock
 from runner.db import retry_on_conflict
 from runner.errors import UnknownDefinition
-from runner.history import Actor, StepConfirmed, StepRequeued, StepSkipped, record
-from runner.lifecycle import move_run
+from runner.history import Actor, StepConfirmed, StepRequeued, StepSkipped, record, written_together
+from runner.lifecycle import Handover, move_run
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
 from runner.states import RUN_IN_FLIGHT, RUN_SETTLES_STEPS, RunStatus, StepStatus
@@ -45,6 +45,19 @@ CUE_VERBS = ("confirm", "skip")
 # Row ids are positive 64-bit integers. Anything else names no row, and SQLite's driver refuses
 # to even bind an integer past 2**63, so such an id is answered without asking the database.
 MAX_ID = 2**63 - 1
+
+
+class Driver(Protocol):
+    """The runner of this process, handed the runs ``start`` creates (``runner.engine.Runner``)."""
+
+    def handover(self, first_action_id: str, now: dt.datetime) -> Handover | None:
+        """The leases a run started now would be created with, or ``None`` to decline (the
+        runner is closing): the run is then created ``scheduled`` for any runner's tick."""
+        ...
+
+    def drive_started(self, started: catalog.StartedHere) -> None:
+        """Drive a run created under this runner's ``handover``, once its transaction committed."""
+        ...
 
 
 def _name(actor: Actor | None) -> str:
@@ -72,12 +85,16 @@ class Controls:
         clock: Clock | None = None,
         versions: catalog.VersionCache | None = None,
         on_change: Callable[[], None] | None = None,
+        driver: Driver | None = None,
     ) -> None:
         self.engine = engine
         self.clock = clock or SystemClock()
         self.versions = versions or catalog.VersionCache()
         # Called after any control that changed something: the bot uses it to tick at once.
         self._on_change = on_change
+        # The runner of this process, when there is one: it drives what ``start`` creates at
+        # once, instead of at the next tick.
+        self.driver = driver
 
     def _changed(self) -> None:
         if self._on_change is not None:
@@ -98,7 +115,7 @@ class Controls:
         given. A scope already in flight is refused rather than started twice."""
         now, who = self.clock.now(), as_actor(actor)
         said: dict[str, Any] = {"definition_key": definition_key, "rehearsal": rehearsal}
-        async with self.engine.begin() as conn:
+        async with self.engine.begin() as conn, written_together(conn):
             try:
                 current = await catalog.current(conn, definition_key, self.versions)
             except UnknownDefinition:
@@ -123,13 +140,26 @@ class Controls:
                         **said,
                     )
             created: list[int] = []
+            handed: list[catalog.StartedHere] = []
             for each in wanted:
+                handover = self._handover(current, each, rehearsal, now, of=len(wanted))
+                if handover is not None:
+                    started = await catalog.create_run_started_here(
+                        conn, current, each, now, handover, actor=who, rehearsal=rehearsal
+                    )
+                    handed.append(started)
+                    created.append(started.run.id)
+                    continue
                 run_id = await self._create_manual_run(conn, current, each, now, who, rehearsal)
                 if run_id is not None:
                     created.append(run_id)
         if not created:
             return ControlResult(False, Control.START, Reason.NOTHING_STARTED, **said)
-        self._changed()
+        for started in handed:
+            assert self.driver is not None
+            self.driver.drive_started(started)
+        if len(handed) < len(created):
+            self._changed()
         return ControlResult(
             True,
             Control.START,
@@ -139,6 +169,15 @@ class Controls:
             title=current.definition.title,
             **said,
         )
+
+    def _handover(
+        self, current: catalog.CurrentDefinition, scope: str, rehearsal: bool, now: dt.datetime, *, of: int
+    ) -> Handover | None:
+        """A start of one run is driven by this process's runner at once. A start of many
+        scopes is a fan-out the ticks pace (``concurrent_runs`` at a time), as a schedule's is."""
+        if self.driver is None or of != 1 or not catalog.can_start_here(current, scope, rehearsal):
+            return None
+        return self.driver.handover(current.definition.phases[0].steps[0].action, now)
 
     async def _create_manual_run(
         self,

@@ -391,7 +391,9 @@ class LineBatch:
         del self.rows[mark:]
 
 
-_batch: contextvars.ContextVar[LineBatch | None] = contextvars.ContextVar("runner_history_batch", default=None)
+_batch: contextvars.ContextVar[LineBatch | None] = contextvars.ContextVar(
+    "runner_history_batch", default=None
+)
 
 
 @contextlib.asynccontextmanager

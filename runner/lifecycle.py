@@ -1,4 +1,5 @@
-"""Moving a run: the one place a run's status changes, and the one writer of ``run.status``.
+"""Moving a run: the one place a run's status changes, and the one writer of ``run.status``
+lines (a run created already ``running`` under a ``Handover`` gets its lines here too).
 
 ``move_run`` is the guarded compare-and-set (0 rows: the run was no longer where the caller
 thought) and, when it moved, its ``run.status`` line, in the caller's transaction. An edge that
@@ -31,6 +32,30 @@ class Claim:
 
     owner: str
     until: dt.datetime
+
+
+@dataclass(frozen=True)
+class Handover:
+    """A manual start the runner of the starting process drives at once (``Controls(driver=)``):
+    the run is created leased to ``owner``, already ``running`` in its first phase, with its
+    first step claimed (``step_lease_until``), so the first action goes out as soon as the
+    creating transaction commits, with no tick in between."""
+
+    owner: str
+    run_lease_until: dt.datetime
+    step_lease_until: dt.datetime
+    action_version: int | None
+
+
+async def record_born_running(conn: AsyncConnection, run_id: int, phase: str, now: dt.datetime) -> None:
+    """The lines of a run created ``running`` under a ``Handover``: it passed ``scheduled ->
+    starting -> running`` and entered ``phase`` in the statement that created it, and its
+    history says so, line for line, as if it had been moved there one edge at a time."""
+    _check_edges((RunStatus.SCHEDULED,), RunStatus.STARTING)
+    _check_edges((RunStatus.STARTING,), RunStatus.RUNNING)
+    await record(conn, run_id, RunStatusChanged(to=RunStatus.STARTING, from_=RunStatus.SCHEDULED), now)
+    await record(conn, run_id, RunStatusChanged(to=RunStatus.RUNNING, from_=RunStatus.STARTING), now)
+    await record(conn, run_id, PhaseStarted(phase), now)
 
 
 def _froms(from_: RunStatus | str | Iterable[RunStatus | str]) -> tuple[RunStatus, ...]:

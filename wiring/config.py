@@ -184,6 +184,11 @@ class Config(_Strict):
             "(how many times faster than real time waits pass)",
         ),
     ] = 60.0
+    # Waits of up to 30 s are slept through by the runner holding the run, so the step after
+    # one goes out at its instant (to the millisecond) rather than when a tick finds it. Off
+    # only where time is simulated (the tests' offline Discord freezes the clock an in-process
+    # sleep would wait on); the runner's own tests cover the holds in real time.
+    hold_waits_in_process: bool = True
 
     @model_validator(mode="after")
     def _references_resolve(self) -> Config:

@@ -46,9 +46,12 @@ def assemble(
     settings: RunnerSettings | None = None,
     owner: str | None = None,
     on_change: Callable[[], None] | None = None,
+    drive_starts: bool = False,
 ) -> Services[D]:
     """``make_delivery`` gets the step describer (for deliveries that render context themselves);
-    a ready delivery is passed as ``lambda _: delivery``."""
+    a ready delivery is passed as ``lambda _: delivery``. ``drive_starts``: this process serves
+    its runner, so a start is driven by it at once (the bot) rather than at a tick (a rehearsal,
+    which drives time itself)."""
     clock = clock or SystemClock()
     versions = VersionCache()
     describe = views.step_describer(engine, versions)
@@ -63,5 +66,7 @@ def assemble(
         versions=versions,
         close_parked=cue_closer(delivery),
     )
-    controls = Controls(engine, clock=clock, versions=versions, on_change=on_change)
+    controls = Controls(
+        engine, clock=clock, versions=versions, on_change=on_change, driver=runner if drive_starts else None
+    )
     return Services(engine, clock, versions, describe, delivery, registry, runner, controls)

@@ -27,7 +27,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from runner import catalog
 from runner.clock import Clock, SystemClock
-from runner.engine.advance import Advancing
 from runner.engine.core import (
     MAX_ATTEMPTS,
     RETRY_SECONDS,
@@ -36,7 +35,9 @@ from runner.engine.core import (
     RunKey,
     RunnerSettings,
     TickReport,
+    serving_settings,
 )
+from runner.engine.inprocess import InProcess
 from runner.engine.occurrences import Materialising
 from runner.engine.reclaim import Reclaiming
 from runner.registry import ActionRegistry
@@ -50,6 +51,7 @@ __all__ = [
     "RunnerSettings",
     "TickReport",
     "default_owner",
+    "serving_settings",
 ]
 
 
@@ -58,7 +60,7 @@ def default_owner() -> str:
     return f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-class Runner(Reclaiming, Materialising, Advancing):
+class Runner(Reclaiming, Materialising, InProcess):
     MAX_ATTEMPTS = MAX_ATTEMPTS
     RETRY_SECONDS = RETRY_SECONDS
 
@@ -81,20 +83,32 @@ class Runner(Reclaiming, Materialising, Advancing):
         self.settings = settings or RunnerSettings()
         self.versions = versions or catalog.VersionCache()
         self._tick_lock = asyncio.Lock()
+        self._gate = asyncio.Semaphore(self.settings.concurrent_runs)
+        self._detached = set()
+        self._drives = {}
+        self._closing = False
+        self._wake_held = asyncio.Event()
+        self._housekept_at: dt.datetime | None = None
+        self.after_drive = None
         self._last_error: dict[RunKey | DefinitionKey, str] = {}
 
     async def tick(self) -> TickReport:
         """Advance everything that is due. Database errors in the housekeeping stages propagate
         (the caller backs off); one run's failure is logged and never stops the others."""
         async with self._tick_lock:
+            self.wake_held()
             report = TickReport()
-            await self._reclaim(report)
-            await self._mark_stalled(report)
-            await self._materialise(report)
-            await self._mark_missed(report)
+            now = self.clock.now()
+            every = dt.timedelta(seconds=self.settings.housekeeping_seconds)
+            if self._housekept_at is None or now - self._housekept_at >= every or now < self._housekept_at:
+                await self._reclaim(report)
+                await self._mark_stalled(report)
+                await self._materialise(report)
+                await self._mark_missed(report)
+                self._housekept_at = now
             await self._advance_due(report)
             return report
 
     async def next_wake(self) -> dt.datetime | None:
         async with self.engine.connect() as conn:
-            return await runs_sql.next_wake(conn)
+            return await runs_sql.next_wake(conn, self.clock.now())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+from collections.abc import Awaitable
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -33,50 +34,78 @@ class Advancing(Stepping, RunnerBase):
             due = await runs_sql.find_due(conn, now, self.settings.due_batch)
         if not due:
             return
-        gate = asyncio.Semaphore(self.settings.concurrent_runs)
 
         async def one(run: DueRun) -> None:
-            key = RunKey(run.id)
-            async with gate:
-                try:
-                    if await self._advance(run, report):
-                        report.runs_advanced += 1
-                    self._last_error.pop(key, None)
-                except DATABASE_ERRORS as exc:
-                    # A database blip mid-run: the lease expires and the next tick carries on.
-                    report.errors.append(f"run {run.id}: {exc}")
-                    if self._first_time(key, exc):
-                        log.warning(
-                            "run %s: database error while advancing: %s",
-                            run.id,
-                            exc,
-                            extra={"run_id": run.id},
-                        )
-                except Exception as exc:
-                    report.errors.append(f"run {run.id}: {exc!r}")
-                    if self._first_time(key, exc):
-                        log.exception(
-                            "run %s: unexpected error while advancing", run.id, extra={"run_id": run.id}
-                        )
+            async with self._gate:
+                if await self._guarded(run.id, report, self._advance(run, report)):
+                    report.runs_advanced += 1
 
         await asyncio.gather(*(one(run) for run in due))
+
+    async def _guarded(self, run_id: int, report: TickReport, advancing: Awaitable[bool]) -> bool:
+        """Advance one run; its failure is logged (once while it repeats) and reported, never
+        raised: one run's trouble must not stop the others."""
+        key = RunKey(run_id)
+        try:
+            advanced = await advancing
+            self._last_error.pop(key, None)
+            return advanced
+        except DATABASE_ERRORS as exc:
+            # A database blip mid-run: the lease expires and the next tick carries on.
+            report.errors.append(f"run {run_id}: {exc}")
+            if self._first_time(key, exc):
+                log.warning(
+                    "run %s: database error while advancing: %s", run_id, exc, extra={"run_id": run_id}
+                )
+        except Exception as exc:
+            report.errors.append(f"run {run_id}: {exc!r}")
+            if self._first_time(key, exc):
+                log.exception("run %s: unexpected error while advancing", run_id, extra={"run_id": run_id})
+        return False
 
     async def _advance(self, run: DueRun, report: TickReport) -> bool:
         taken = await self._take(run)
         if taken is None:
             return False
         lease, record = taken
+        await self._drive_and_release(lease, report, run=record)
+        return True
+
+    async def _drive_and_release(
+        self,
+        lease: Lease,
+        report: TickReport,
+        *,
+        run: RunRecord | None = None,
+        open_steps: list[StepRecord] | None = None,
+        claimed: bool = False,
+    ) -> None:
         wake: dt.datetime | None = None
+        held = False
         try:
-            wake = await self._drive(lease, report, run=record)
+            wake = await self._drive(lease, report, run=run, open_steps=open_steps, claimed=claimed)
+            held = not lease.ended and await self._hold_in_process(lease, wake)
+        except asyncio.CancelledError:
+            # Shutting down: whoever runs next takes the run over at once.
+            wake = self.clock.now()
+            raise
         except BaseException:
             # Look again after the backoff rather than leave the run dormant with no wake time.
             wake = self.clock.now() + dt.timedelta(seconds=self.settings.retry_seconds)
             raise
         finally:
-            if not lease.ended:
+            if not lease.ended and not held:
                 await self._release(lease, wake)
-        return True
+            if not held:
+                self._drive_ended(lease)
+
+    async def _hold_in_process(self, lease: Lease, wake: dt.datetime | None) -> bool:
+        """Keep the lease and resume the run here at ``wake`` (``InProcess``); False: give the
+        lease back with the wake for a tick to find."""
+        return False
+
+    def _drive_ended(self, lease: Lease) -> None:
+        """A drive of the run gave its lease back or ended the run (``InProcess`` listens)."""
 
     @retry_on_conflict
     async def _release(self, lease: Lease, wake: dt.datetime | None) -> None:
@@ -145,6 +174,7 @@ class Advancing(Stepping, RunnerBase):
         definition: EventDefinition | None = None
         while True:
             now = self.clock.now()
+            lease.known = None
             if run is None or definition is None:
                 async with self.engine.connect() as conn:
                     if run is None:
@@ -185,6 +215,7 @@ class Advancing(Stepping, RunnerBase):
                         break
                     elif step.due_at is not None and step.due_at > now:
                         verdict = Stop(step.due_at)
+                        lease.known = (run, open_steps)
                         break
                     elif dispatched >= self.settings.steps_per_tick:
                         verdict = Stop(now)

@@ -17,7 +17,7 @@ from runner import catalog
 from runner.clock import Clock
 from runner.history import RunDegraded, RunEnding, RunRecovered, record
 from runner.lifecycle import move_run
-from runner.records import StepRecord
+from runner.records import RunRecord, StepRecord
 from runner.registry import ActionRegistry
 from runner.sql import run_health as health_sql
 from runner.states import Health, OnFailure, RunStatus
@@ -50,6 +50,15 @@ class RunnerSettings:
     # one race that wake can miss (blocked by a holder that ended a moment before the mark was
     # written), so keep it short; blocked runs are few.
     blocked_recheck_seconds: float = 10.0
+    # A run whose next step falls due within this many seconds keeps its lease and is resumed
+    # in process at that instant, instead of being given back for a tick to find (0: never; the
+    # serving front ends turn it on, a runner ticked by hand keeps it off). Bounded well below
+    # the lease, so the lease that covers the wait is renewed at most once.
+    hold_in_process_seconds: float = 0.0
+    # The tick's housekeeping (reclaim, stalls, occurrences, missed runs) runs when this long
+    # has passed since it last ran; the ticks in between (a wake, a nudge) only advance what is
+    # due, so a due step waits for one query, not five. 0: every tick (a runner ticked by hand).
+    housekeeping_seconds: float = 0.0
     # Waits in rehearsal runs pass this many times faster (staff watch an event play out).
     rehearsal_speed: float = 1.0
     # A run in progress is ``stalled`` when it is this far past its wake time with no live lease
@@ -58,6 +67,15 @@ class RunnerSettings:
     # ... or when the reclaim hands one of its steps back this many times: its runner keeps
     # dying on it (a crash loop; with the defaults, the next death spends the last attempt).
     stall_reclaims: int = 2
+
+
+def serving_settings(interval: float, **overrides: Any) -> RunnerSettings:
+    """The settings of a runner a serving loop ticks every ``interval`` seconds (the bot, the
+    benchmarks' real loop): housekeeping once per interval, the ticks between only advance what
+    is due, and a wait of up to 30 s is slept through in process by the runner holding the run."""
+    values: dict[str, Any] = {"hold_in_process_seconds": 30.0, "housekeeping_seconds": interval}
+    values.update(overrides)
+    return RunnerSettings(**values)
 
 
 @dataclass
@@ -123,6 +141,9 @@ class Lease:
     nudges_seen: int
     # The run ended under this lease: the terminal move already let the lease go.
     ended: bool = False
+    # What the drive knew when it stopped at a step not yet due (the run, its open steps):
+    # a drive that resumes at that moment under the same lease starts from it.
+    known: tuple[RunRecord, list[StepRecord]] | None = None
 
 
 @dataclass(frozen=True)
@@ -151,6 +172,8 @@ class RunnerBase:
     versions: catalog.VersionCache
     close_parked: CloseParked | None
     _tick_lock: asyncio.Lock
+    # How many runs are driven at once, by the tick and in process alike.
+    _gate: asyncio.Semaphore
     # Only for not repeating a log line; nothing the runner decides depends on it.
     _last_error: dict[RunKey | DefinitionKey, str]
 

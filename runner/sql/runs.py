@@ -61,6 +61,54 @@ async def insert(
     return int(inserted[0])
 
 
+async def insert_leased(
+    conn: AsyncConnection,
+    *,
+    definition_id: int,
+    version_id: int,
+    scope: str,
+    phase: str,
+    owner: str,
+    lease_until: dt.datetime,
+    now: dt.datetime,
+    rehearsal: bool = False,
+    started_by: str | None = None,
+) -> RunRecord:
+    """A manual start the starting process drives at once: created ``running`` in ``phase``,
+    leased to ``owner``. No occurrence key and no concurrency key (a run with a key starts
+    through ``claim_start``, which takes its slot). ``wake_at`` is now, so if the owner dies
+    before giving the lease back the run is found the moment the lease runs out."""
+    values: dict[str, Any] = {
+        "definition_id": definition_id,
+        "version_id": version_id,
+        "scope": scope,
+        "status": RunStatus.RUNNING,
+        "health": "ok",
+        "current_phase": phase,
+        "scheduled_for": now,
+        "occurrence_at": None,
+        "concurrency_key": None,
+        "rehearsal": rehearsal,
+        "started_by": started_by,
+        "started_at": now,
+        "ended_at": None,
+        "claimed_by": owner,
+        "claim_expires_at": lease_until,
+        "last_error": None,
+        "wake_at": now,
+        "held_until": None,
+        "blocked_by": None,
+        "concurrency_slot": None,
+        "nudges": 0,
+        "created_at": now,
+        "updated_at": now,
+    }
+    result = await conn.execute(sa.insert(runs).values(**values))
+    inserted = result.inserted_primary_key
+    assert inserted is not None
+    return RunRecord.from_row({**values, "id": int(inserted[0])})
+
+
 async def get(conn: AsyncConnection, run_id: int) -> RunRecord | None:
     row = (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).mappings().first()
     return None if row is None else RunRecord.from_row(row)
@@ -254,10 +302,37 @@ async def find_due(conn: AsyncConnection, now: dt.datetime, limit: int) -> list[
     return [DueRun.from_row(row) for row in rows if row["status"] in RUN_TICKABLE]
 
 
-async def next_wake(conn: AsyncConnection) -> dt.datetime | None:
-    """The earliest time any run wants a tick (the bot's loop sleeps until then)."""
-    wake: dt.datetime | None = (await conn.execute(sa.select(sa.func.min(runs.c.wake_at)))).scalar()
-    return wake
+_NEVER_LEASED = dt.datetime(1970, 1, 1, tzinfo=dt.UTC).replace(tzinfo=None)
+
+
+async def next_wake(conn: AsyncConnection, now: dt.datetime) -> dt.datetime | None:
+    """The earliest time a tick may have something to do (the serving loop sleeps until then):
+    the earliest wake of a run nobody holds, or the earliest end of a live lease (a run held in
+    process wakes itself before then; one held by a process that died is due when its lease runs
+    out). One statement of two index walks (``idx_evrun_wake``, ``idx_evrun_lease``), each
+    stopping at its first row."""
+    unheld_wake = (
+        sa.select(runs.c.wake_at)
+        .where(
+            runs.c.wake_at.is_not(None),
+            # Not ``IS NULL OR < now``: SQLite's planner would answer that from the lease index
+            # (every dormant run) and sort; wrapped, it walks the wake index and stops early.
+            sa.func.coalesce(runs.c.claim_expires_at, _NEVER_LEASED) < now,
+        )
+        .order_by(runs.c.wake_at)
+        .limit(1)
+        .scalar_subquery()
+    )
+    lease_end = (
+        sa.select(runs.c.claim_expires_at)
+        .where(runs.c.claim_expires_at >= now)
+        .order_by(runs.c.claim_expires_at)
+        .limit(1)
+        .scalar_subquery()
+    )
+    row = (await conn.execute(sa.select(unheld_wake.label("wake"), lease_end.label("lease_end")))).one()
+    moments = [moment for moment in (row.wake, row.lease_end) if moment is not None]
+    return min(moments) if moments else None
 
 
 async def reclaim_stale(conn: AsyncConnection, now: dt.datetime) -> int:

@@ -72,20 +72,10 @@ class StepSpec:
     label: str | None = None
 
 
-async def materialise_phase(
-    conn: AsyncConnection,
-    run_id: int,
-    phase: str,
-    specs: Sequence[StepSpec],
-    now: dt.datetime,
-    *,
-    first_due_at: dt.datetime | None = None,
-) -> int:
-    """Create a phase's steps; re-materialising is a no-op thanks to ``uq_evstep_slot`` (and
-    cannot overwrite an idempotency key a dispatch already sent)."""
-    if not specs:
-        return 0
-    rows = [
+def _rows(
+    run_id: int, phase: str, specs: Sequence[StepSpec], now: dt.datetime, first_due_at: dt.datetime | None
+) -> list[dict[str, Any]]:
+    return [
         {
             "run_id": run_id,
             "phase": phase,
@@ -102,8 +92,57 @@ async def materialise_phase(
         }
         for seq, spec in enumerate(specs)
     ]
-    result = await conn.execute(insert_ignore(conn, steps), rows)
+
+
+async def materialise_phase(
+    conn: AsyncConnection,
+    run_id: int,
+    phase: str,
+    specs: Sequence[StepSpec],
+    now: dt.datetime,
+    *,
+    first_due_at: dt.datetime | None = None,
+) -> int:
+    """Create a phase's steps; re-materialising is a no-op thanks to ``uq_evstep_slot`` (and
+    cannot overwrite an idempotency key a dispatch already sent)."""
+    if not specs:
+        return 0
+    result = await conn.execute(insert_ignore(conn, steps), _rows(run_id, phase, specs, now, first_due_at))
     return max(result.rowcount, 0)
+
+
+async def materialise_claiming_first(
+    conn: AsyncConnection,
+    run_id: int,
+    phase: str,
+    specs: Sequence[StepSpec],
+    now: dt.datetime,
+    *,
+    owner: str,
+    lease_until: dt.datetime,
+    action_version: int | None,
+) -> list[StepRecord]:
+    """A new run's first phase, its first step created already claimed by ``owner`` (the
+    claim ``claim`` would have made, ``attempts`` 1, in the creating transaction). One
+    ``INSERT ... RETURNING`` (SQLite 3.35+, MariaDB 10.5+) gives the ids.
+
+    Answers the steps as a read just before that claim would have seen them (the first one
+    ``pending``, ``attempts`` 0), which is what the engine's drive expects of a step it is
+    about to perform."""
+    rows = _rows(run_id, phase, specs, now, None)
+    unclaimed = {"status": StepStatus.PENDING, "attempts": 0, "claimed_by": None}
+    unclaimed.update(claim_expires_at=None, started_at=None)
+    for row in rows:
+        row.update(unclaimed)
+    claim = {"status": StepStatus.RUNNING, "attempts": 1, "claimed_by": owner}
+    claim.update(claim_expires_at=lease_until, started_at=now)
+    if action_version is not None:
+        claim["action_version"] = action_version
+    written = [{**rows[0], **claim}, *rows[1:]]
+    inserted = await conn.execute(sa.insert(steps).returning(steps.c.id, steps.c.seq), written)
+    ids = {int(row.seq): int(row.id) for row in inserted}
+    unset = dict.fromkeys(("last_error", "result", "settled_by_id", "settled_by_name", "note", "finished_at"))
+    return [StepRecord.from_row({**row, **unset, "id": ids[row["seq"]]}) for row in rows]
 
 
 async def get(conn: AsyncConnection, step_id: int) -> StepRecord | None:

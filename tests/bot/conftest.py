@@ -164,6 +164,8 @@ def make_config(
         "sandbox_channel": "sandbox",
         "announce": {"allowed_ping_roles": ["players"]},
         "tick_interval_seconds": TICK,
+        # simcord freezes the clock while the bot settles: a hold would wait on it for ever.
+        "hold_waits_in_process": False,
     }
     data.update(overrides)
     return Config.model_validate(data)

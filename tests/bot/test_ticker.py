@@ -41,9 +41,11 @@ async def test_the_loop_survives_an_exception(
     assert len(failure) == 1 and failure[0].exc_info is not None
     assert ticker.loop.is_running()
 
+    await sim.env.advance_time(5)
+    assert calls["n"] > 1, "the loop ticked again"
+    assert len(failure) == 1, "and that tick worked"
     await sim.mod.slash(sim.staff, "event start", definition="raid")
-    assert len(sim.announcements.history()) == 1, "the next tick works"
-    assert calls["n"] > 1
+    assert len(sim.announcements.history()) == 1
 
 
 async def test_the_loop_survives_a_database_outage(sim: Sim, caplog: pytest.LogCaptureFixture) -> None:

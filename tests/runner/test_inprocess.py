@@ -336,8 +336,8 @@ async def test_a_run_held_in_process_is_dispatched_at_its_due_time_with_no_tick(
     """A run whose next step falls due within ``hold_in_process_seconds`` keeps its lease and is
     resumed in process at that instant: with no tick at all, the step after a 0.4 s hold is
     dispatched, never before its ``due_at``. While held, the lease is this runner's and
-    ``next_wake`` does not report the run (the serving loop must not wake for a run someone
-    holds)."""
+    ``next_wake`` reports when its lease runs out, not the wake it holds (the serving loop must
+    not wake for a run someone holds, only for one whose holder may have died)."""
     timed = Timed(engine, hold=0.4, window=5)
     try:
         run_id = await timed.start()
@@ -347,7 +347,8 @@ async def test_a_run_held_in_process_is_dispatched_at_its_due_time_with_no_tick(
         run = await timed.run(run_id)
         assert utcnow() < due, "looked too late to see the hold (the machine is too slow)"
         assert run["claimed_by"] == "host:held" and run["claim_expires_at"] > due, "the lease covers the wait"
-        assert await timed.runner.next_wake() is None, "a held run is not the loop's to wake for"
+        woken_for = await timed.runner.next_wake()
+        assert woken_for == run["claim_expires_at"], "the loop wakes for the lease's end, not the held wake"
         assert timed.recorded == []
 
         assert await asyncio.wait_for(timed.runner.until_ended(run_id), HANG) is RunStatus.COMPLETED

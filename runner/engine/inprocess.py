@@ -1,0 +1,188 @@
+"""Runs driven in this process outside the tick: a start handed over by the controls
+(``Controls(driver=runner)``), driven the moment its creating transaction commits; and a run
+whose next step falls due within ``hold_in_process_seconds``, which keeps its lease and is
+resumed here at that very instant (a step falling due while a tick runs does not wait for the
+next tick, and no tick has to find it first).
+
+A held run stays leased, so no runner takes it meanwhile; a tick wakes the held runs early (a
+control may have skipped the step they wait for, or paused the run), and they look again.
+
+A handed-over run is created leased to this runner, so no other runner touches it while it is
+driven here; if this process dies, the lease runs out and any runner's tick takes the run over
+where its last committed step left it, as after any other crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner import catalog
+from runner.engine.advance import Advancing
+from runner.engine.core import Lease, TickReport, log
+from runner.lifecycle import Handover
+from runner.records import RunRecord, StepRecord
+from runner.sql import runs as runs_sql
+from runner.states import RUN_TERMINAL, RunStatus
+
+
+@dataclass
+class DriveWatch:
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    # Set when the drive completed the run under its lease (so no read is needed to say so).
+    ended: RunStatus | None = None
+
+
+class InProcess(Advancing):
+    _detached: set[asyncio.Task[None]]
+    # Runs being driven here right now, for whoever waits to hear how each drive ends.
+    _drives: dict[int, DriveWatch]
+    _closing: bool
+    # Set (and replaced) by ``wake_held``: what a held run's sleep also waits on.
+    _wake_held: asyncio.Event
+    # Told when a drive outside the tick let its run go, as the tick's caller is after a tick
+    # (the bot posts the staff log lines it wrote).
+    after_drive: Callable[[], None] | None
+
+    def handover(self, first_action_id: str, now: dt.datetime) -> Handover | None:
+        if self._closing:
+            return None
+        action = self.registry.get(first_action_id)
+        budget = dt.timedelta(milliseconds=action.budget_ms if action else 1000)
+        margin = dt.timedelta(seconds=self.settings.step_lease_margin_seconds)
+        step_lease = now + budget + margin
+        run_lease = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
+        return Handover(self.owner, run_lease, step_lease, action.version if action else None)
+
+    def drive_started(self, started: catalog.StartedHere) -> None:
+        run = started.run
+        assert run.claim_expires_at is not None
+        lease = Lease(run.id, run.claim_expires_at, run.nudges)
+        self._spawn(run.id, self._drive_here(lease, started))
+
+    async def _drive_here(self, lease: Lease, started: catalog.StartedHere) -> None:
+        async def drive() -> bool:
+            report = TickReport()
+            await self._drive_and_release(
+                lease, report, run=started.run, open_steps=started.steps, claimed=True
+            )
+            return True
+
+        async with self._gate:
+            await self._guarded(lease.run_id, TickReport(), drive())
+        self._told()
+
+    def _told(self) -> None:
+        if self.after_drive is not None:
+            self.after_drive()
+
+    def _spawn(self, run_id: int, driving: Coroutine[Any, Any, None]) -> None:
+        self._drives.setdefault(run_id, DriveWatch())
+        task = asyncio.get_running_loop().create_task(driving, name=f"eventbot run {run_id}")
+        self._detached.add(task)
+        task.add_done_callback(self._detached.discard)
+
+    async def _hold_in_process(self, lease: Lease, wake: dt.datetime | None) -> bool:
+        seconds = self.settings.hold_in_process_seconds
+        if seconds <= 0 or self._closing or wake is None or lease.known is None:
+            return False
+        now = self.clock.now()
+        if not now < wake <= now + dt.timedelta(seconds=seconds):
+            return False
+        covered = wake + dt.timedelta(seconds=self.settings.step_lease_margin_seconds)
+        if lease.until < covered:
+            until = wake + dt.timedelta(seconds=self.settings.run_lease_seconds)
+            async with self.engine.begin() as conn:
+                if not await runs_sql.renew_claim(conn, lease.run_id, self.owner, until):
+                    return False
+            lease.until = until
+        self._spawn(lease.run_id, self._resume_at(lease, wake, lease.known))
+        return True
+
+    async def _resume_at(
+        self, lease: Lease, wake: dt.datetime, known: tuple[RunRecord, list[StepRecord]]
+    ) -> None:
+        try:
+            woken_early = await self._sleep_until(wake)
+        except asyncio.CancelledError:
+            # Shutting down mid-wait: give the run back with its wake, for whoever runs next.
+            await asyncio.shield(self._release(lease, wake))
+            self._drive_ended(lease)
+            raise
+        if self._closing:
+            # Closing: a held run is given back with its wake at once, not slept through.
+            await self._release(lease, wake)
+            self._drive_ended(lease)
+            return
+        run, open_steps = (None, None) if woken_early else known
+
+        async def drive() -> bool:
+            await self._drive_and_release(lease, TickReport(), run=run, open_steps=open_steps)
+            return True
+
+        async with self._gate:
+            await self._guarded(lease.run_id, TickReport(), drive())
+        self._told()
+
+    async def _sleep_until(self, wake: dt.datetime) -> bool:
+        """Sleep until ``wake`` by the runner's clock; True if a tick woke the held runs first."""
+        woken = self._wake_held
+        while (left := (wake - self.clock.now()).total_seconds()) > 0:
+            if woken.is_set():
+                return True
+            try:
+                await asyncio.wait_for(woken.wait(), timeout=left)
+                return True
+            except TimeoutError:
+                pass
+        return False
+
+    def wake_held(self) -> None:
+        """Every run held in process looks again now (the tick calls it: a control may have
+        changed what they wait for)."""
+        self._wake_held.set()
+        self._wake_held = asyncio.Event()
+
+    def _drive_ended(self, lease: Lease) -> None:
+        watch = self._drives.pop(lease.run_id, None)
+        if watch is not None:
+            watch.ended = RunStatus.COMPLETED if lease.ended else None
+            watch.done.set()
+
+    async def until_ended(self, run_id: int, *, poll_seconds: float = 1.0) -> RunStatus:
+        """Wait until the run has ended, and answer how. A drive in this process wakes the
+        waiter the moment it lets the run go; an end anywhere else is seen within
+        ``poll_seconds``."""
+        while True:
+            watch = self._drives.get(run_id)
+            if watch is not None:
+                await watch.done.wait()
+                if watch.ended is not None:
+                    return watch.ended
+            async with self.engine.connect() as conn:
+                run = await runs_sql.get(conn, run_id)
+            if run is None:
+                raise LookupError(f"no run {run_id}")
+            if run.status in RUN_TERMINAL:
+                return run.status
+            if run_id not in self._drives:
+                await asyncio.sleep(poll_seconds)
+
+    async def aclose(self, *, grace_seconds: float = 5.0) -> None:
+        """Stop taking runs over and let the drives in flight here finish (for up to
+        ``grace_seconds``); any still going are cancelled, and give their runs back due now.
+        Runs held for a wait are given back at once, with the wake they were waiting for."""
+        self._closing = True
+        self.wake_held()
+        pending = set(self._detached)
+        if not pending:
+            return
+        _, late = await asyncio.wait(pending, timeout=grace_seconds)
+        for task in late:
+            task.cancel()
+        if late:
+            log.warning("stopped %d run drive(s) still in flight at shutdown", len(late))
+            await asyncio.gather(*late, return_exceptions=True)
