@@ -2,9 +2,10 @@
 
 * **3-step runs, steps/s**: 8 clients, each in a loop starting a run of 3 no-op steps and
   waiting for it to end. eventbot: one definition in 8 scopes, each client starting its own
-  scope through ``Controls(on_change=loop.nudge)`` with the runner in its real serving loop
-  (``bench.timeliness.serving``); a scope is refused while a run of it is in flight, so a
-  client waits for its run to end before starting the next. DBOS: an async ``@DBOS.workflow``
+  scope through ``Controls(on_change=loop.nudge, driver=runner)`` with the runner in its real
+  serving loop (``bench.timeliness.serving``, as the bot runs it), so the runner drives each
+  start at once in this process, and waiting with ``runner.until_ended``; a scope is refused while a run of it is in
+  flight, so a client waits for its run to end before starting the next. DBOS: an async ``@DBOS.workflow``
   calling 3 async ``@DBOS.step`` no-ops, each client ``await (await
   DBOS.start_workflow_async(wf)).get_result()``.
 * **Lateness after a 1-2 s wait**: runs of [step, wait, step], started 30 ms apart with waits
@@ -30,21 +31,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import importlib.util
-import json
 import math
-import sys
-import tempfile
 import time
-import uuid
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from pydantic import BaseModel
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bench import peers_dbos
 from bench.backends import Backend, fresh_database
 from bench.peers_dbos_child import STEPS_PER_RUN, schedule
 from bench.results import Options, Result, median, percentile
@@ -53,33 +49,18 @@ from bench.timeliness import Recorder, serving
 from bench.workloads import bench_action, publish, registry_of
 from runner.controls import Controls
 from runner.db import create_engine
-from runner.registry import Envelope
-from runner.schema import runs, steps
+from runner.engine import Runner
+from runner.loop import RunnerLoop
+from runner.registry import ActionRegistry, Envelope
+from runner.schema import steps
 from runner.states import RunStatus
 from tests.support.actions import ok
 from tests.support.definitions import event, phase, step
 
-ROOT = Path(__file__).resolve().parent.parent
 CLIENTS = 8
 THROUGHPUT = "vs DBOS: 3-step runs, steps/s"
 LATENESS = "vs DBOS: lateness after a 1-2 s wait, p99"
 
-DIFFERENCES = [
-    "what differs: DBOS keeps each workflow in memory as a coroutine and checkpoints every step's "
-    "output in operation_outputs (one row per step, plus the workflow_status row); its "
-    "start_workflow_async runs the workflow at once in the caller's process, and a sleep is an "
-    "asyncio.sleep after one recorded row. eventbot keeps each run in its tables only: a run row, "
-    "step rows leased by the runner, a run log line per step and per status change, phases; the "
-    "serving loop ticks (reclaim, materialise, missed, advance) and a control nudges it.",
-    "DBOS on SQLite: pysqlite with isolation_level IMMEDIATE (BEGIN IMMEDIATE before the first write, "
-    "reads in autocommit), a pool of 20 connections used from worker threads (asyncio.to_thread); "
-    "eventbot's runner.db begins every transaction, reads included, with BEGIN "
-    "IMMEDIATE on one pooled connection, on the event loop through aiosqlite.",
-]
-
-
-ENDED = {RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.MISSED}
-POLL_SECONDS = 0.005
 # A run that has not ended this long after its start is stuck: say so rather than hang the bench.
 RUN_TIMEOUT = 30.0
 WARMUP_WAIT = 0.05
@@ -97,35 +78,17 @@ async def _ends_within(seconds: float, run_id: int) -> AsyncIterator[None]:
         raise RuntimeError(f"eventbot run {run_id} did not get to its end within {seconds:.0f} s") from None
 
 
-class _LastStep:
-    """The run's last no-op also says it ran, so a client polls for the run's end only once its
-    last step is under way: 8 clients polling from the start would take the event loop (and,
-    through aiosqlite's threads, the GIL) from the runner being measured."""
-
-    def __init__(self) -> None:
-        self.reached: dict[int, asyncio.Event] = {}
-
-    def event(self, run_id: int) -> asyncio.Event:
-        return self.reached.setdefault(run_id, asyncio.Event())
-
-    async def perform(self, envelope: Envelope, params: BaseModel) -> dict[str, Any]:
-        self.event(envelope.run_id).set()
-        return {"ok": True}
-
-
-async def _until_ended(watcher: AsyncEngine, run_id: int, last: _LastStep) -> str:
-    """Once the last step runs, poll the run's status every 5 ms, on an engine of its own: a
-    plain one, so on SQLite the reads take no write lock (``runner.db``'s engine begins every
-    transaction IMMEDIATE) and are not counted with the runner's statements."""
-    await last.event(run_id).wait()
-    last.reached.pop(run_id)
-    query = sa.select(runs.c.status).where(runs.c.id == run_id)
-    while True:
-        async with watcher.connect() as conn:
-            status = (await conn.execute(query)).scalar_one()
-        if status in ENDED:
-            return str(status)
-        await asyncio.sleep(POLL_SECONDS)
+@contextlib.asynccontextmanager
+async def _driven(
+    engine: AsyncEngine, registry: ActionRegistry
+) -> AsyncIterator[tuple[RunnerLoop, Runner, Controls]]:
+    """The runner in its real serving loop (``bench.timeliness.serving``: the settings the bot
+    serves with), and controls that hand each start to that runner, which drives the run at
+    once in this process, as the bot's do."""
+    async with serving(engine, registry) as loop:
+        runner = loop.runner
+        assert isinstance(runner, Runner)
+        yield loop, runner, Controls(engine, on_change=loop.nudge, driver=runner)
 
 
 async def measure_throughput(
@@ -133,17 +96,14 @@ async def measure_throughput(
 ) -> dict[str, Any]:
     """``clients`` loops of ``per_client`` runs each, or fewer where ``budget`` seconds have
     passed (a client then starts no more runs), so a slow engine cannot stretch the bench."""
-    last = _LastStep()
-    registry = registry_of(bench_action("bench.noop", ok), bench_action("bench.last", last.perform))
+    registry = registry_of(bench_action("bench.noop", ok))
     scopes = [f"c{i}" for i in range(clients)]
     engine = create_engine(url)
-    watcher = create_async_engine(url)
     try:
-        noops = phase("main", *(step("bench.noop") for _ in range(STEPS_PER_RUN - 1)), step("bench.last"))
+        noops = phase("main", *(step("bench.noop") for _ in range(STEPS_PER_RUN)))
         await publish(engine, event("peers", noops, scopes=scopes), registry)
         ended: list[str] = []
-        async with serving(engine, registry) as loop:
-            controls = Controls(engine, on_change=loop.nudge)
+        async with _driven(engine, registry) as (loop, runner, controls):
 
             async def client(scope: str, n: int, deadline: float) -> int:
                 done = 0
@@ -151,7 +111,7 @@ async def measure_throughput(
                     started = await controls.start("peers", scope=scope, actor="bench")
                     assert started.ok, started.message
                     async with _ends_within(RUN_TIMEOUT, started.run_ids[0]):
-                        ended.append(await _until_ended(watcher, started.run_ids[0], last))
+                        ended.append(await runner.until_ended(started.run_ids[0]))
                     done += 1
                 return done
 
@@ -161,7 +121,6 @@ async def measure_throughput(
                 finished = await asyncio.gather(*(client(s, per_client, began + budget) for s in scopes))
                 elapsed = time.perf_counter() - began
     finally:
-        await watcher.dispose()
         await engine.dispose()
     done = sum(finished) * STEPS_PER_RUN
     return {
@@ -171,7 +130,7 @@ async def measure_throughput(
         "statements_per_step_without_begin": counted.without_begin / done,
         "not_completed": [s for s in ended if s != RunStatus.COMPLETED],
         "failed_ticks": loop.state.failures,
-        "waits_by": f"polling the run's status every {POLL_SECONDS * 1000:.0f} ms once its last step runs",
+        "waits_by": "runner.until_ended (the drive in this process wakes the waiter as it lets the run go)",
     }
 
 
@@ -196,8 +155,7 @@ async def measure_lateness(url: str, samples: int, warmup: int = 3) -> dict[str,
     try:
         held = phase("main", step("bench.hold"), step("bench.record"))
         await publish(engine, event("peers-late", held, scopes=list(waits)), registry)
-        async with serving(engine, registry) as loop:
-            controls = Controls(engine, on_change=loop.nudge)
+        async with _driven(engine, registry) as (loop, _, controls):
 
             async def one(scope: str, offset: float) -> int:
                 await asyncio.sleep(offset)
@@ -227,33 +185,6 @@ async def measure_lateness(url: str, samples: int, warmup: int = 3) -> dict[str,
     }
 
 
-# ── DBOS, in a child process ──────────────────────────────────────────────
-
-
-def _dbos_installed() -> bool:
-    return importlib.util.find_spec("dbos") is not None
-
-
-async def _dbos_child(kind: str, args: dict[str, Any]) -> dict[str, Any]:
-    """One DBOS measurement in a fresh child process on a fresh SQLite file."""
-    with tempfile.TemporaryDirectory(prefix="eventbot-bench-dbos-") as tmp:
-        db = str(Path(tmp) / f"dbos-{uuid.uuid4().hex[:8]}.sqlite3")
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bench.peers_dbos_child",
-            kind,
-            json.dumps({**args, "db": db}),
-            cwd=ROOT,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(process.communicate(), timeout=180)
-    if process.returncode != 0:
-        raise RuntimeError(f"DBOS {kind} child failed ({process.returncode}): {err.decode()[-2000:]}")
-    return json.loads(out.decode().strip().splitlines()[-1])
-
-
 def _sizes(options: Options) -> dict[str, Any]:
     if options.quick:
         return {"runs": 10, "warmup": 1, "samples": 30, "budget": 4.0}
@@ -269,7 +200,7 @@ def _missing(backend: Backend) -> list[Result]:
 
 
 async def run(backend: Backend, options: Options) -> list[Result]:
-    if not _dbos_installed():
+    if not peers_dbos.installed():
         return _missing(backend)
     sizes = _sizes(options)
     load = {"clients": CLIENTS, "runs": sizes["runs"], "warmup": sizes["warmup"], "budget": sizes["budget"]}
@@ -288,29 +219,14 @@ async def run(backend: Backend, options: Options) -> list[Result]:
                     budget=sizes["budget"],
                 )
             )
-        dbos_rates.append(await _dbos_child("throughput", load))
+        dbos_rates.append(await peers_dbos.measure("throughput", load))
         async with fresh_database(backend) as url:
             ebot_late.append(await measure_lateness(url, sizes["samples"]))
-        dbos_late.append(await _dbos_child("lateness", {"samples": sizes["samples"]}))
+        dbos_late.append(await peers_dbos.measure("lateness", {"samples": sizes["samples"]}))
     return [
         _throughput_row(backend, sizes, ebot_rates, dbos_rates),
         _lateness_row(backend, sizes, ebot_late, dbos_late),
     ]
-
-
-def _common_details(backend: Backend, dbos: dict[str, Any]) -> list[str]:
-    versions = dbos["versions"]
-    lines = [
-        f"DBOS Transact {versions['dbos']} (SQLAlchemy {versions['sqlalchemy']}, SQLite {versions['sqlite']}); "
-        f"its system database ran journal_mode={dbos['journal_mode']}, synchronous={dbos['synchronous']} "
-        "(read back through DBOS's engine)"
-    ]
-    if backend.name != "sqlite":
-        lines.append(
-            f"DBOS has no {backend.name} backend (it runs on SQLite or PostgreSQL): eventbot on "
-            f"{backend.name} is set against DBOS on SQLite (WAL, NORMAL) measured in the same run."
-        )
-    return lines
 
 
 def _throughput_row(
@@ -333,8 +249,8 @@ def _throughput_row(
         f"completions; cursor executes): {per_step:.2f}, {per_step_plain:.2f} without BEGIN "
         f"(target of issue 10: <= 5); DBOS: {median([d['statements_per_step'] for d in dbos]):.2f}",
         f"eventbot waits for a run's end by {ebot[0]['waits_by']}",
-        *_common_details(backend, dbos[0]),
-        *DIFFERENCES,
+        *peers_dbos.describe(backend, dbos[0]),
+        *peers_dbos.DIFFERENCES,
     ]
     for i, e in enumerate(ebot):
         if e["not_completed"] or e["failed_ticks"]:
@@ -377,7 +293,7 @@ def _lateness_row(
         + ", ".join(str(e["ticks"]) for e in ebot),
         "eventbot: dispatch instant of the record step - its due_at (both from runner.clock); DBOS: "
         "time.time() in the step after the sleep - (time.time() just before DBOS.sleep_async + seconds)",
-        *_common_details(backend, dbos[0]),
+        *peers_dbos.describe(backend, dbos[0]),
     ]
     return Result(
         LATENESS,
