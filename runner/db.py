@@ -5,8 +5,9 @@ Backend differences live here and in ``insert_ignore``, not in the statements:
 * **SQLite** (the embedded default) is made a real store: WAL, a busy timeout, foreign keys on,
   and ``BEGIN IMMEDIATE`` for every transaction so two writers queue on the lock instead of one
   of them failing at its first write with SQLITE_BUSY. One pooled connection per process: SQLite
-  has a single writer anyway, and one connection keeps the order of writes obvious. Its cursor
-  makes one trip to aiosqlite's thread per statement, not four (``runner.sqlite_trips``).
+  has a single writer anyway, and one connection keeps the order of writes obvious. Statements
+  run on the event loop's thread, not aiosqlite's, and a lock held by another connection is
+  waited for with async sleeps, up to the busy timeout (``runner.sqlite_inline``).
 * **MariaDB** through asyncmy. SQLAlchemy's MySQL dialects connect with ``CLIENT_FOUND_ROWS``,
   so ``rowcount`` counts *matched* rows, not changed ones (the seeds' ``foundRows`` lesson). No
   flag here changes that; instead every compare-and-set in ``runner/sql`` moves the column it
@@ -29,7 +30,7 @@ from sqlalchemy.dialects import mysql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from runner import sqlite_trips
+from runner import sqlite_inline
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -195,13 +196,13 @@ def _sqlite_engine(url: str, **overrides: Any) -> AsyncEngine:
     assert database is not None  # check_url refuses a URL without a file
 
     async def connect() -> Any:
-        return await sqlite_trips.connect(database)
+        return await sqlite_inline.connect(database, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
 
     options: dict[str, Any] = {
         "pool_size": 1,
         "max_overflow": 0,
         "pool_timeout": 60,
-        # One trip to aiosqlite's thread per statement instead of four (``runner.sqlite_trips``).
+        # Statements run on the loop's thread; lock waits are async sleeps (``runner.sqlite_inline``).
         "async_creator": connect,
     }
     options.update(overrides)
@@ -213,7 +214,6 @@ def _sqlite_engine(url: str, **overrides: Any) -> AsyncEngine:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
