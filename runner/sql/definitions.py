@@ -19,7 +19,11 @@ Row = sa.RowMapping
 
 
 async def by_key(conn: AsyncConnection, key: str) -> Row | None:
-    return (await conn.execute(sa.select(definitions).where(definitions.c.key == key))).mappings().first()
+    return (await conn.execute(_BY_KEY, {"b_key": key})).mappings().first()
+
+
+# Built once: every start sends it.
+_BY_KEY = sa.select(definitions).where(definitions.c.key == sa.bindparam("b_key"))
 
 
 async def by_id(conn: AsyncConnection, definition_id: int) -> Row | None:

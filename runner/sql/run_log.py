@@ -42,10 +42,11 @@ def line(
 async def write_many(conn: AsyncConnection, lines: Sequence[dict[str, Any]]) -> None:
     """Several lines (rows from ``line``) in one statement, in order: their ids ascend as the
     list does, which is the order every reader sorts by."""
-    if len(lines) == 1:
-        await conn.execute(sa.insert(run_log).values(**lines[0]))
-    elif lines:
-        await conn.execute(sa.insert(run_log), list(lines))
+    if lines:
+        await conn.execute(_INSERT, list(lines))
+
+
+_INSERT = sa.insert(run_log)
 
 
 async def for_run(conn: AsyncConnection, run_id: int) -> Sequence[Row]:

@@ -61,6 +61,9 @@ async def insert(
     return int(inserted[0])
 
 
+_INSERT = sa.insert(runs)
+
+
 async def insert_leased(
     conn: AsyncConnection,
     *,
@@ -103,7 +106,7 @@ async def insert_leased(
         "created_at": now,
         "updated_at": now,
     }
-    result = await conn.execute(sa.insert(runs).values(**values))
+    result = await conn.execute(_INSERT, values)
     inserted = result.inserted_primary_key
     assert inserted is not None
     return RunRecord.from_row({**values, "id": int(inserted[0])})
@@ -233,6 +236,12 @@ async def transition(
     wake the runs that were waiting for it.
     """
     froms = (from_statuses,) if isinstance(from_statuses, str) else tuple(from_statuses)
+    if to in RUN_TERMINAL and phase is None and error is None:
+        parameters = {"b_run": run_id, "b_froms": list(froms), "b_to": to, "b_at": now}
+        moved = (await conn.execute(_END, parameters)).rowcount == 1
+        if moved and wake_waiters:
+            await wake_blocked(conn, run_id, now)
+        return moved
     values: dict[str, Any] = {"status": to, "updated_at": now}
     if phase is not None:
         values["current_phase"] = phase
@@ -258,6 +267,22 @@ async def transition(
     if moved and to in RUN_TERMINAL and wake_waiters:
         await wake_blocked(conn, run_id, now)
     return moved
+
+
+# The terminal move of ``transition`` (no phase, no error) built once: every run's end sends it.
+_END = (
+    sa.update(runs)
+    .where(runs.c.id == sa.bindparam("b_run"), runs.c.status.in_(sa.bindparam("b_froms", expanding=True)))
+    .values(
+        status=sa.bindparam("b_to"),
+        updated_at=sa.bindparam("b_at"),
+        ended_at=sa.func.coalesce(runs.c.ended_at, sa.bindparam("b_at")),
+        claimed_by=None,
+        claim_expires_at=None,
+        concurrency_slot=None,
+        wake_at=None,
+    )
+)
 
 
 async def set_last_error(conn: AsyncConnection, run_id: int, error: str | None, now: dt.datetime) -> None:
@@ -400,14 +425,18 @@ async def live_in_flight(
 ) -> list[tuple[str, int]]:
     """(scope, run id) of live (not rehearsal) runs of a definition already under way in those
     scopes: what a second start of the same event would collide with."""
-    query = sa.select(runs.c.scope, runs.c.id).where(
-        runs.c.definition_id == definition_id,
-        runs.c.scope.in_(scopes),
-        runs.c.status.in_(RUN_IN_FLIGHT),
-        runs.c.rehearsal.is_(False),
-        runs.c.scheduled_for <= now,
-    )
-    return [(row.scope, int(row.id)) for row in (await conn.execute(query)).all()]
+    parameters = {"b_definition": definition_id, "b_scopes": list(scopes), "b_now": now}
+    return [(row.scope, int(row.id)) for row in (await conn.execute(_LIVE_IN_FLIGHT, parameters)).all()]
+
+
+# Built once with bound parameters: every start sends it.
+_LIVE_IN_FLIGHT = sa.select(runs.c.scope, runs.c.id).where(
+    runs.c.definition_id == sa.bindparam("b_definition"),
+    runs.c.scope.in_(sa.bindparam("b_scopes", expanding=True)),
+    runs.c.status.in_(RUN_IN_FLIGHT),
+    runs.c.rehearsal.is_(False),
+    runs.c.scheduled_for <= sa.bindparam("b_now"),
+)
 
 
 async def list_runs(

@@ -111,6 +111,9 @@ async def materialise_phase(
     return max(result.rowcount, 0)
 
 
+_INSERT_RETURNING_IDS = sa.insert(steps).returning(steps.c.id, steps.c.seq)
+
+
 async def materialise_claiming_first(
     conn: AsyncConnection,
     run_id: int,
@@ -139,7 +142,7 @@ async def materialise_claiming_first(
     if action_version is not None:
         claim["action_version"] = action_version
     written = [{**rows[0], **claim}, *rows[1:]]
-    inserted = await conn.execute(sa.insert(steps).returning(steps.c.id, steps.c.seq), written)
+    inserted = await conn.execute(_INSERT_RETURNING_IDS, written)
     ids = {int(row.seq): int(row.id) for row in inserted}
     unset = dict.fromkeys(("last_error", "result", "settled_by_id", "settled_by_name", "note", "finished_at"))
     return [StepRecord.from_row({**row, **unset, "id": ids[row["seq"]]}) for row in rows]
@@ -160,6 +163,42 @@ async def open_steps(conn: AsyncConnection, run_id: int, phase: str) -> list[Ste
     return [StepRecord.from_row(row) for row in (await conn.execute(query)).mappings().all()]
 
 
+def _claim_statement(with_version: bool) -> sa.Update:
+    run_still_ours = (
+        sa.select(sa.literal(1))
+        .where(
+            runs.c.id == sa.bindparam("b_run"),
+            runs.c.status == RunStatus.RUNNING,
+            runs.c.claimed_by == sa.bindparam("b_owner"),
+        )
+        .exists()
+    )
+    recorded: dict[str, Any] = {"action_version": sa.bindparam("b_version")} if with_version else {}
+    return (
+        sa.update(steps)
+        .where(
+            steps.c.id == sa.bindparam("b_step"),
+            steps.c.status == StepStatus.PENDING,
+            sa.or_(steps.c.due_at.is_(None), steps.c.due_at <= sa.bindparam("b_at")),
+            run_still_ours,
+        )
+        .values(
+            status=StepStatus.RUNNING,
+            attempts=steps.c.attempts + 1,
+            claimed_by=sa.bindparam("b_owner"),
+            claim_expires_at=sa.bindparam("b_lease"),
+            started_at=sa.func.coalesce(steps.c.started_at, sa.bindparam("b_at")),
+            **recorded,
+            updated_at=sa.bindparam("b_at"),
+        )
+    )
+
+
+# The statements every step sends are built once, with bound parameters: building one per call
+# cost more Python than SQLite takes to run it (the compiled form is cached either way).
+_CLAIM = {True: _claim_statement(True), False: _claim_statement(False)}
+
+
 async def claim(
     conn: AsyncConnection,
     step_id: int,
@@ -174,30 +213,10 @@ async def claim(
     is still ``running``. Folding the run's status into the claim is how a pause pressed
     mid-batch stops the batch at the very next step, without a separate read. The version of
     the action about to perform it is recorded (none when nobody registered the action)."""
-    recorded = {} if action_version is None else {"action_version": action_version}
-    run_still_ours = (
-        sa.select(sa.literal(1))
-        .where(runs.c.id == run_id, runs.c.status == RunStatus.RUNNING, runs.c.claimed_by == owner)
-        .exists()
-    )
-    result = await conn.execute(
-        sa.update(steps)
-        .where(
-            steps.c.id == step_id,
-            steps.c.status == StepStatus.PENDING,
-            sa.or_(steps.c.due_at.is_(None), steps.c.due_at <= now),
-            run_still_ours,
-        )
-        .values(
-            status=StepStatus.RUNNING,
-            attempts=steps.c.attempts + 1,
-            claimed_by=owner,
-            claim_expires_at=lease_until,
-            started_at=sa.func.coalesce(steps.c.started_at, now),
-            **recorded,
-            updated_at=now,
-        )
-    )
+    parameters = {"b_step": step_id, "b_run": run_id, "b_owner": owner, "b_lease": lease_until, "b_at": now}
+    if action_version is not None:
+        parameters["b_version"] = action_version
+    result = await conn.execute(_CLAIM[action_version is not None], parameters)
     return result.rowcount == 1
 
 
@@ -242,9 +261,40 @@ async def finish(
     result: Any = None,
 ) -> bool:
     """Settle a step we hold the lease of (``done`` or ``failed``)."""
-    values = _ended(status, now, result) | {"last_error": error[:500] if error else None}
-    outcome = await conn.execute(sa.update(steps).where(_ours(step_id, owner)).values(**values))
+    parameters = {"b_step": step_id, "b_owner": owner, "b_status": status, "b_at": now}
+    parameters["b_error"] = error[:500] if error else None
+    if result is not None:
+        parameters["b_result"] = result
+    outcome = await conn.execute(_FINISH[result is not None], parameters)
     return outcome.rowcount == 1
+
+
+def _finish_statement(with_result: bool) -> sa.Update:
+    ours = sa.and_(
+        steps.c.id == sa.bindparam("b_step"),
+        steps.c.status == StepStatus.RUNNING,
+        steps.c.claimed_by == sa.bindparam("b_owner"),
+        steps.c.claim_expires_at.is_not(None),
+        _run_settles,
+    )
+    answered = {"result": sa.bindparam("b_result", type_=steps.c.result.type)} if with_result else {}
+    return (
+        sa.update(steps)
+        .where(ours)
+        .values(
+            status=sa.bindparam("b_status"),
+            finished_at=sa.bindparam("b_at"),
+            claimed_by=None,
+            claim_expires_at=None,
+            updated_at=sa.bindparam("b_at"),
+            last_error=sa.bindparam("b_error"),
+            **answered,
+        )
+    )
+
+
+# ``finish`` is ``_ours`` and ``_ended`` with bound parameters, built once (see ``_CLAIM``).
+_FINISH = {True: _finish_statement(True), False: _finish_statement(False)}
 
 
 async def park(
