@@ -70,8 +70,11 @@ class CronSchedule(_Strict):
     def _zone(cls, value: str) -> str:
         try:
             zoneinfo.ZoneInfo(value)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(f"unknown time zone {value!r} (use an IANA name like Europe/Berlin)") from exc
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError) as exc:
+            # OSError: with the ``tzdata`` package installed, a name too long for a file name
+            # fails in the file lookup itself rather than as "not found".
+            shown = value if len(value) <= 60 else value[:60] + "…"
+            raise ValueError(f"unknown time zone {shown!r} (use an IANA name like Europe/Berlin)") from exc
         return value
 
     @field_validator("cron")

@@ -211,6 +211,19 @@ def test_defect_10_a_cron_that_fires_too_often_for_its_scopes_is_refused(
     ]
 
 
+@pytest.mark.parametrize("zone", ["x" * 5000, "Europe/", "../../etc/passwd"])
+def test_defect_tzdata_a_zone_name_the_zone_files_cannot_look_up_is_a_located_error(zone: str) -> None:
+    """Before: with the ``tzdata`` package installed (the ``bench`` extra pulls it in), a time
+    zone name too long for a file name reached ``zoneinfo``'s file lookup and raised ``OSError``
+    (File name too long) out of validation: found by the definition fuzz test. Now every name the
+    zone database cannot read is "unknown time zone" at ``schedule.timezone``, the name cut to
+    60 characters so the message fits a reply."""
+    problems = refused(event(wait(), schedule={"cron": "0 20 * * 5", "timezone": zone}))
+    located = [p for p in problems if p.field == "schedule.timezone"]
+    assert located and "unknown time zone" in located[0].message, [str(p) for p in problems]
+    assert len(located[0].message) < 200
+
+
 def largest_event() -> dict[str, Any]:
     """The largest fan-out the limits allow: 500 scopes, each with a phase of 5 announcements."""
     per_scope = limits.MAX_FANOUT_STEPS // limits.MAX_SCOPES
