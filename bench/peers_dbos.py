@@ -28,7 +28,7 @@ DIFFERENCES = [
     "ticks take over whatever a drive gave back.",
     "DBOS on SQLite: pysqlite with isolation_level IMMEDIATE (BEGIN IMMEDIATE before the first write, "
     "reads in autocommit), a pool of 20 connections used from worker threads (asyncio.to_thread); "
-    "eventbot's runner.db: one pooled aiosqlite connection, every transaction begun IMMEDIATE.",
+    "eventbot's runner.db: one pooled connection whose statements run on the event loop's thread (runner.sqlite_inline), every transaction begun IMMEDIATE.",
 ]
 
 
