@@ -192,15 +192,29 @@ async def create_run(
         return None
     first = definition.phases[0]
     await steps_sql.materialise_phase(conn, run_id, first.key, phase_step_specs(first), now)
+    await _record_created(conn, run_id, current_definition, scope, scheduled_for, now, actor, rehearsal)
+    return run_id
+
+
+async def _record_created(
+    conn: AsyncConnection,
+    run_id: int,
+    current_definition: CurrentDefinition,
+    scope: str,
+    scheduled_for: dt.datetime,
+    now: dt.datetime,
+    actor: history.Actor | str | None,
+    rehearsal: bool,
+) -> None:
+    """The run's ``run.created`` line, however it was created."""
     created = history.RunCreated(
-        definition=definition.key,
+        definition=current_definition.definition.key,
         version_id=current_definition.version_id,
         scope=scope,
         scheduled_for=scheduled_for,
         rehearsal=rehearsal,
     )
     await history.record(conn, run_id, created, now, actor=as_actor(actor))
-    return run_id
 
 
 @dataclass(frozen=True)
@@ -212,7 +226,7 @@ class StartedHere:
     steps: list[StepRecord]
 
 
-def can_start_here(current_definition: CurrentDefinition, scope: str, rehearsal: bool) -> bool:
+def can_start_here(current_definition: CurrentDefinition, scope: str) -> bool:
     """A start may be handed over unless the run holds a concurrency key (it must take its slot,
     or wait for it, through ``scheduled -> starting``) or its first phase has no steps."""
     definition = current_definition.definition
@@ -255,14 +269,7 @@ async def create_run_started_here(
         lease_until=handover.step_lease_until,
         action_version=handover.action_version,
     )
-    created = history.RunCreated(
-        definition=definition.key,
-        version_id=current_definition.version_id,
-        scope=scope,
-        scheduled_for=now,
-        rehearsal=rehearsal,
-    )
-    await history.record(conn, run.id, created, now, actor=as_actor(actor))
+    await _record_created(conn, run.id, current_definition, scope, now, now, actor, rehearsal)
     await lifecycle.record_born_running(conn, run.id, first.key, now)
     return StartedHere(run, steps)
 

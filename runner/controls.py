@@ -142,7 +142,7 @@ class Controls:
             created: list[int] = []
             handed: list[catalog.StartedHere] = []
             for each in wanted:
-                handover = self._handover(current, each, rehearsal, now, of=len(wanted))
+                handover = self._handover(current, each, now, of=len(wanted))
                 if handover is not None:
                     started = await catalog.create_run_started_here(
                         conn, current, each, now, handover, actor=who, rehearsal=rehearsal
@@ -171,11 +171,11 @@ class Controls:
         )
 
     def _handover(
-        self, current: catalog.CurrentDefinition, scope: str, rehearsal: bool, now: dt.datetime, *, of: int
+        self, current: catalog.CurrentDefinition, scope: str, now: dt.datetime, *, of: int
     ) -> Handover | None:
         """A start of one run is driven by this process's runner at once. A start of many
         scopes is a fan-out the ticks pace (``concurrent_runs`` at a time), as a schedule's is."""
-        if self.driver is None or of != 1 or not catalog.can_start_here(current, scope, rehearsal):
+        if self.driver is None or of != 1 or not catalog.can_start_here(current, scope):
             return None
         return self.driver.handover(current.definition.phases[0].steps[0].action, now)
 
