@@ -1,12 +1,16 @@
 """``discord.announce`` and ``gm.cue``: the two actions that put messages in front of people.
 
 Both are written against ``actions.delivery.Delivery``; which delivery (Discord, console,
-recording) is decided by whoever builds the registry. ``{scope}`` in any text is replaced by the
-run's scope, so one invasion definition can announce "The invasion of {scope} begins" per world.
+recording) is decided by whoever builds the registry. The placeholders of ``runner.placeholders``
+are filled in per run when the message is sent: ``{scope}`` (so one invasion definition can
+announce "The invasion of {scope} begins" per world), ``{title}``, and ``{start}`` /
+``{start_relative}`` as Discord timestamps (``<t:…:F>``, ``<t:…:R>``), which every reader sees in
+their own time zone.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -28,9 +32,33 @@ CHANNEL_REF = r"^(#?[a-z0-9][a-z0-9_-]{0,99}|[0-9]{15,21})$"
 ROLE_ALIAS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}", re.ASCII)
 
 
-def render(text: str | None, scope: str) -> str | None:
-    """``{scope}`` filled in, ``{{`` / ``}}`` unescaped (the rule is ``runner.placeholders``)."""
-    return None if text is None else placeholders.fill(text, {"scope": scope})
+# The longest a Discord timestamp of any storable instant renders to, for length checks made
+# before the run (and so its start) exists.
+_WIDEST_TIMESTAMP = "<t:99999999999:F>"
+
+
+def discord_timestamp(moment: dt.datetime, style: str) -> str:
+    """``<t:EPOCH:STYLE>`` for a naive-UTC instant: Discord shows it in each reader's zone."""
+    return f"<t:{int(moment.replace(tzinfo=dt.UTC).timestamp())}:{style}>"
+
+
+def placeholder_values(scope: str, context: StepContext | None = None) -> dict[str, str]:
+    """What each placeholder becomes for this run: all of them once the step's context is
+    known; before that (checking a definition) only ``{scope}``, the rest at their widest."""
+    if context is None or context.starts_at is None:
+        widest = {"start": _WIDEST_TIMESTAMP, "start_relative": _WIDEST_TIMESTAMP}
+        return {"scope": scope, **widest, **({"title": context.event_title} if context else {})}
+    return {
+        "scope": scope,
+        "title": context.event_title,
+        "start": discord_timestamp(context.starts_at, "F"),
+        "start_relative": discord_timestamp(context.starts_at, "R"),
+    }
+
+
+def render(text: str | None, scope: str, context: StepContext | None = None) -> str | None:
+    """The placeholders filled in, ``{{`` / ``}}`` unescaped (the rule is ``runner.placeholders``)."""
+    return None if text is None else placeholders.fill(text, placeholder_values(scope, context))
 
 
 def _placeholders_known(value: str | None) -> str | None:
@@ -103,15 +131,17 @@ class EmbedParams(_Params):
         parts += [f.name for f in self.fields] + [f.value for f in self.fields]
         return sum(len(render(p, scope) or "") for p in parts)
 
-    def build(self, scope: str) -> Embed:
+    def build(self, scope: str, context: StepContext | None = None) -> Embed:
         return Embed(
-            title=render(self.title, scope),
-            description=render(self.description, scope),
+            title=render(self.title, scope, context),
+            description=render(self.description, scope, context),
             colour=self.colour,
             image_url=self.image,
-            footer=render(self.footer, scope),
+            footer=render(self.footer, scope, context),
             fields=tuple(
-                EmbedField(render(f.name, scope) or "", render(f.value, scope) or "", f.inline)
+                EmbedField(
+                    render(f.name, scope, context) or "", render(f.value, scope, context) or "", f.inline
+                )
                 for f in self.fields
             ),
         )
@@ -184,8 +214,8 @@ def announce_action(
         context = None if envelope.verify else await describe(envelope.run_id, envelope.step_id)
         request = Announcement(
             channel=params.channel,
-            content=render(params.content, envelope.scope),
-            embed=params.embed.build(envelope.scope) if params.embed else None,
+            content=render(params.content, envelope.scope, context),
+            embed=params.embed.build(envelope.scope, context) if params.embed else None,
             ping_role=params.ping_role,
             idempotency_key=envelope.idempotency_key,
             run_id=envelope.run_id,
@@ -213,8 +243,8 @@ def cue_action(delivery: Delivery, describe: Describe, *, budget_ms: int = 15_00
         title = params.title or (context.step_label if context and context.step_label else "GM cue")
         request = Cue(
             channel=params.channel,
-            title=render(title, envelope.scope) or "GM cue",
-            instructions=render(params.instructions, envelope.scope) or "",
+            title=render(title, envelope.scope, context) or "GM cue",
+            instructions=render(params.instructions, envelope.scope, context) or "",
             ping_role=params.ping_role,
             idempotency_key=envelope.idempotency_key,
             run_id=envelope.run_id,

@@ -1,4 +1,7 @@
-"""Placeholders in the text of an event: ``{scope}`` becomes the run's scope.
+"""Placeholders in the text of an event, filled in per run when a step is delivered:
+``{scope}`` (the run's scope), ``{title}`` (the event's title), ``{start}`` and
+``{start_relative}`` (when the occurrence starts, as the front end shows a time: on Discord a
+timestamp each reader sees in their own zone).
 
 The rule, one for validation and for rendering alike:
 
@@ -17,7 +20,7 @@ import difflib
 import re
 from collections.abc import Mapping
 
-KNOWN = ("scope",)
+KNOWN = ("scope", "title", "start", "start_relative")
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}", re.ASCII)
 _BRACED = re.compile(r"\{([^{}]*)\}")

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import catalog, history, schedule
-from runner.definitions import EventDefinition
+from runner.definitions import REMINDERS_PHASE, EventDefinition, PhaseDefinition
 from runner.errors import UnreadableDefinition
 from runner.history import Actor
 from runner.records import StepRecord
@@ -37,6 +37,8 @@ class StepContext:
     step_label: str | None
     scope: str
     rehearsal: bool
+    # When the run's occurrence starts (naive UTC): ``{start}`` in its text.
+    starts_at: dt.datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -346,6 +348,7 @@ def step_describer(
         if definition is not None:
             phase = definition.phase(step["phase"])
             event_key, event_title = definition.key, definition.title
+
         else:
             phase = None
             event_key = row["key"] if row is not None else "?"
@@ -354,11 +357,12 @@ def step_describer(
             event_key=event_key,
             event_title=event_title,
             phase_key=step["phase"],
-            phase_label=phase.label if phase else step["phase"],
+            phase_label=_phase_label(step["phase"], phase),
             step_index=int(step["seq"]),
             step_label=step["label"],
             scope=run["scope"],
             rehearsal=bool(run["rehearsal"]),
+            starts_at=run["scheduled_for"],
         )
         cache[key] = context
         if len(cache) > cache_size:
@@ -366,6 +370,12 @@ def step_describer(
         return context
 
     return describe
+
+
+def _phase_label(key: str, phase: PhaseDefinition | None) -> str:
+    if key == REMINDERS_PHASE:
+        return "Reminders"
+    return phase.label if phase else key
 
 
 # ── Added for the bot (issue 5): reads the Discord front end needs ────────────

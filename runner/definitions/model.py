@@ -10,6 +10,7 @@ import datetime as dt
 import hashlib
 import itertools
 import json
+import math
 import string
 import zoneinfo
 from typing import Annotated, Any, Literal
@@ -24,6 +25,8 @@ from pydantic import (
     model_validator,
 )
 
+from runner.definitions.durations import duration_seconds
+
 KEY = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 DEFAULT_GRACE_SECONDS = 900
 MAX_GRACE_SECONDS = 7 * 24 * 60 * 60
@@ -32,6 +35,17 @@ DUPLICATE_PHASES = "phase keys must be unique"
 # holds (or waits on) the key of the live event it imitates.
 CONCURRENCY_KEY_MAX = 190
 REHEARSAL_KEY_PREFIX = "rehearsal:"
+# Reminders are stored as steps of the run under this phase key, which ``KEY`` keeps any author
+# from writing (a key may not start with ``_``), so a phase of that name can never collide.
+REMINDERS_PHASE = "_reminders"
+REMINDER_ACTION = "discord.announce"
+MAX_REMINDERS = 5
+MAX_REMINDER_LEAD_SECONDS = 7 * 24 * 60 * 60
+MAX_DURATION_SECONDS = 7 * 24 * 60 * 60
+# Discord's limits for a guild scheduled event's name, description and location.
+DISCORD_EVENT_NAME_MAX = 100
+DISCORD_EVENT_DESCRIPTION_MAX = 1000
+DISCORD_EVENT_LOCATION_MAX = 100
 
 
 class _Strict(BaseModel):
@@ -140,6 +154,77 @@ def _not_plain(params: dict[str, Any]) -> str | None:
     return None
 
 
+def _seconds(value: Any, what: str, most: int) -> float:
+    """A duration as authors write it (``90``, ``"15m"``, ``"1h30m"``), more than zero and at most
+    ``most`` seconds."""
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise ValueError(f"{what} is a number of seconds or text like '15m' or '1h30m'")
+    seconds = duration_seconds(value)
+    if math.isnan(seconds) or seconds <= 0:
+        raise ValueError(f"{what} must be longer than zero")
+    if seconds > most:
+        raise ValueError(f"{what} may be at most {most // 86400} days")
+    return seconds
+
+
+class ReminderDefinition(_Strict):
+    """A message sent a while before each scheduled occurrence starts. Written flat: ``before``
+    (the lead time) beside the announcement's own fields (``channel``, ``content``, ``embed``,
+    ``ping_role``), which are checked exactly as a ``discord.announce`` step's params."""
+
+    before: float
+    label: str | None = Field(default=None, max_length=200)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "params" not in data:
+            own = {"before", "label"}
+            return {
+                **{k: v for k, v in data.items() if k in own},
+                "params": {k: v for k, v in data.items() if k not in own},
+            }
+        return data
+
+    @field_validator("before", mode="before")
+    @classmethod
+    def _lead(cls, value: Any) -> float:
+        return _seconds(value, "a reminder's lead time", MAX_REMINDER_LEAD_SECONDS)
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _plain_values(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            problem = _not_plain(value)
+            if problem:
+                raise ValueError(problem)
+        return value
+
+    def shown_lead(self) -> str:
+        """``1h``, ``15m``, ``1h30m``: the lead as a person reads it."""
+        return shown_duration(self.before)
+
+
+def shown_duration(seconds: float) -> str:
+    whole = int(seconds)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{n}{unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")) if n]
+    return "".join(parts) or f"{seconds:g}s"
+
+
+class DiscordEventDefinition(_Strict):
+    """The server's Events-tab entry mirrored for each scheduled occurrence."""
+
+    # A channel alias from the config or a channel id (a voice or stage channel makes the entry
+    # point at it; any other channel is shown as "#name"), or where the event happens, as text.
+    location: str = Field(default="Discord", min_length=1, max_length=DISCORD_EVENT_LOCATION_MAX)
+    # Defaults to the event's own description.
+    description: str | None = Field(default=None, max_length=DISCORD_EVENT_DESCRIPTION_MAX)
+
+
 class StepDefinition(_Strict):
     action: str
     label: str | None = Field(default=None, max_length=200)
@@ -170,7 +255,41 @@ class EventDefinition(_Strict):
     grace_seconds: int = Field(default=DEFAULT_GRACE_SECONDS, ge=0, le=MAX_GRACE_SECONDS)
     scopes: list[Annotated[str, Field(min_length=1, max_length=190)]] = Field(default_factory=list)
     concurrency_key: str | None = Field(default=None, min_length=1, max_length=150)
+    # How long the event is expected to last, in seconds (written like a wait: ``1h30m``); the
+    # mirrored Discord event ends this long after it starts.
+    duration: float | None = None
+    reminders: list[ReminderDefinition] = Field(default_factory=list, max_length=MAX_REMINDERS)
+    # ``None``: as the config says; ``false``: never; ``true`` or a mapping: mirrored.
+    discord_event: DiscordEventDefinition | bool | None = None
     phases: list[PhaseDefinition] = Field(min_length=1)
+
+    @field_validator("duration", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> float | None:
+        return None if value is None else _seconds(value, "the duration", MAX_DURATION_SECONDS)
+
+    @field_validator("reminders")
+    @classmethod
+    def _distinct_leads(cls, value: list[ReminderDefinition]) -> list[ReminderDefinition]:
+        leads = [r.before for r in value]
+        twice = sorted({shown_duration(lead) for lead in leads if leads.count(lead) > 1})
+        if twice:
+            raise ValueError(f"two reminders with the same lead time: {', '.join(twice)}")
+        return value
+
+    @model_validator(mode="after")
+    def _mirror_needs_duration(self) -> EventDefinition:
+        if self.discord_event not in (None, False) and self.duration is None:
+            raise ValueError(
+                "discord_event needs the event's expected duration (duration: 1h30m): a Discord "
+                "event shows when it ends"
+            )
+        if self.reminders and isinstance(self.schedule, ManualSchedule):
+            raise ValueError(
+                "reminders are sent before scheduled occurrences; this event has no schedule "
+                "(give it schedule: {cron: ..., timezone: ...} or {once: ...})"
+            )
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -241,6 +360,17 @@ class EventDefinition(_Strict):
 
     def concurrency_key_for(self, scope: str) -> str | None:
         return self.concurrency_key.format(scope=scope) if self.concurrency_key else None
+
+    def discord_event_settings(self, mirror_by_default: bool) -> DiscordEventDefinition | None:
+        """How this event is mirrored to Discord's Events tab, or ``None`` when it is not."""
+        if isinstance(self.discord_event, DiscordEventDefinition):
+            return self.discord_event
+        if self.discord_event is True or (self.discord_event is None and mirror_by_default):
+            return DiscordEventDefinition() if self.duration is not None else None
+        return None
+
+    def longest_reminder_lead(self) -> float:
+        return max((r.before for r in self.reminders), default=0.0)
 
     def phase(self, key: str) -> PhaseDefinition | None:
         return next((p for p in self.phases if p.key == key), None)

@@ -5,15 +5,19 @@ step of which its action will accept."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from pydantic import ValidationError
 
 from runner import limits, placeholders
+from runner.clock import to_naive_utc
 from runner.definitions.model import (
     DUPLICATE_PHASES,
+    REMINDER_ACTION,
     CronSchedule,
     EventDefinition,
+    OnceSchedule,
     StepDefinition,
     _shortest_gap_seconds,
 )
@@ -21,10 +25,13 @@ from runner.errors import DefinitionError, Problem
 from runner.registry import ActionRegistry
 
 
-def publication_problems(definition: EventDefinition, file: str | None) -> list[Problem]:
+def publication_problems(
+    definition: EventDefinition, file: str | None, now: dt.datetime | None = None
+) -> list[Problem]:
     """What a new version may not be, though a stored one may (so every version published
     before a limit was set still loads and runs): the size and schedule limits of
-    ``runner.limits``, and placeholders in step labels (a cue's title defaults to its label)."""
+    ``runner.limits``, placeholders in step labels (a cue's title defaults to its label), and a
+    ``once`` that is already over (``now``: naive UTC, the wall clock when not given)."""
     problems: list[Problem] = []
 
     def refuse(message: str, field: str, phase: str | None = None, step: int | None = None) -> None:
@@ -58,6 +65,19 @@ def publication_problems(definition: EventDefinition, file: str | None) -> list[
         )
     if isinstance(definition.schedule, CronSchedule):
         problems.extend(_cron_problems(definition.schedule, len(scopes), file))
+    if isinstance(definition.schedule, OnceSchedule):
+        at = to_naive_utc(definition.schedule.at)
+        moment = now if now is not None else dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        if at <= moment:
+            refuse(
+                f"{definition.schedule.at.isoformat()} ({at:%a %d %b %Y %H:%M} UTC) is in the past: "
+                "this event would never run (give it a date still to come)",
+                "schedule.at",
+            )
+    for index, reminder in enumerate(definition.reminders):
+        problem = placeholders.problem(reminder.label) if reminder.label else None
+        if problem:
+            refuse(problem, f"reminders.{index}.label")
     return problems
 
 
@@ -132,9 +152,12 @@ def _from_validation_error(
     return problems
 
 
-def validate(raw: Any, registry: ActionRegistry, *, file: str | None = None) -> EventDefinition:
+def validate(
+    raw: Any, registry: ActionRegistry, *, file: str | None = None, now: dt.datetime | None = None
+) -> EventDefinition:
     """Validate a definition (already parsed from YAML) completely, or raise ``DefinitionError``
-    listing every problem with its place."""
+    listing every problem with its place. ``now`` (naive UTC; the wall clock when not given)
+    decides whether a ``once`` is still to come."""
     if not isinstance(raw, dict):
         raise DefinitionError([Problem("a definition must be a mapping of fields", file=file)])
     try:
@@ -147,8 +170,9 @@ def validate(raw: Any, registry: ActionRegistry, *, file: str | None = None) -> 
         # Structural errors hide the params ones; report those too where the structure allows.
         problems.extend(_params_problems_raw(raw, registry, file))
         raise DefinitionError(problems) from None
-    problems = publication_problems(definition, file)
+    problems = publication_problems(definition, file, now)
     problems.extend(_params_problems(definition, registry, file))
+    problems.extend(_reminder_problems(definition, registry, file))
     if problems:
         raise DefinitionError(problems)
     return definition
@@ -248,6 +272,24 @@ def _scope_problems(
         for scope in definition.run_scopes()
         for field, message in check(scope)
     ]
+
+
+def _reminder_problems(
+    definition: EventDefinition, registry: ActionRegistry, file: str | None
+) -> list[Problem]:
+    """Each reminder is an announcement: its fields are checked by that action's own params
+    model, scope by scope, and located at ``reminders.<index>.<field>``."""
+    problems: list[Problem] = []
+    for index, reminder in enumerate(definition.reminders):
+        found = _check_step(REMINDER_ACTION, reminder.params, registry, file, "", index)
+        if not found:
+            step = StepDefinition(action=REMINDER_ACTION, params=reminder.params)
+            found = _scope_problems(definition, registry, file, "", index, step)
+        for problem in found:
+            inner = (problem.field or "").removeprefix("params.").removeprefix("params")
+            field = f"reminders.{index}.{inner}" if inner else f"reminders.{index}"
+            problems.append(Problem(problem.message, file=file, field=field))
+    return problems
 
 
 def _params_problems_raw(raw: dict[str, Any], registry: ActionRegistry, file: str | None) -> list[Problem]:
