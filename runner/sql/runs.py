@@ -459,3 +459,19 @@ async def list_runs(
     if definition_id is not None:
         query = query.where(runs.c.definition_id == definition_id)
     return (await conn.execute(query)).mappings().all()
+
+
+async def scheduled_of_definitions(
+    conn: AsyncConnection, definition_ids: Sequence[int] | None = None
+) -> Sequence[Row]:
+    """The live occurrences already created and not yet started (status ``scheduled``), of these
+    definitions (all when ``None``), soonest first: what the schedule people read lists by run
+    id, so staff can cancel one before it starts. On ``idx_evrun_due`` (status first)."""
+    query = (
+        sa.select(runs.c.id, runs.c.definition_id, runs.c.scope, runs.c.scheduled_for)
+        .where(runs.c.status == RunStatus.SCHEDULED, runs.c.rehearsal.is_(False))
+        .order_by(runs.c.scheduled_for, runs.c.id)
+    )
+    if definition_ids is not None:
+        query = query.where(runs.c.definition_id.in_(list(definition_ids)))
+    return (await conn.execute(query)).mappings().all()
