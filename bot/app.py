@@ -31,12 +31,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.clock import DiscordClock
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import DATABASE_ERRORS, StartupError
+from bot.scheduled_events import Mirror
 from bot.staff_log import StaffLog
 from bot.ticker import Ticker
 from bot.tree import GuardedTree
 from runner.clock import Clock
 from runner.db import create_engine
 from runner.engine import RunnerSettings, serving_settings
+from runner.listings import ListingService
 from runner.migrate import alembic_config, current_revision
 from wiring.config import Config
 from wiring.services import Services, assemble
@@ -82,6 +84,21 @@ class EventBot(commands.Bot):
         )
         self.ticker: Ticker | None = None
         self.staff_log: StaffLog | None = None
+        events = config.discord_events
+        # The Events-tab mirror: its own loop, so a refused or slow request never holds up a run.
+        self.mirror = Mirror(
+            self,
+            ListingService(
+                engine,
+                self.services.versions,
+                self.clock,
+                self.services.runner.owner,
+                horizon_seconds=events.horizon,
+                max_listed=events.max_listed,
+                mirror_by_default=events.mirror,
+            ),
+            interval=config.tick_interval_seconds,
+        )
 
     @classmethod
     def of(cls, interaction: discord.Interaction) -> EventBot:
@@ -102,7 +119,12 @@ class EventBot(commands.Bot):
         settings = serving_settings(config.tick_interval_seconds, rehearsal_speed=config.rehearsal_speed)
         if not config.hold_waits_in_process:
             settings = dataclasses.replace(settings, hold_in_process_seconds=0.0)
-        return settings
+        # Mirrored occurrences are materialised as far ahead as they are listed.
+        return dataclasses.replace(
+            settings,
+            listing_horizon_seconds=config.discord_events.horizon,
+            list_by_default=config.discord_events.mirror,
+        )
 
     async def setup_hook(self) -> None:
         for extension in EXTENSIONS:
@@ -116,15 +138,22 @@ class EventBot(commands.Bot):
         )
         await self.staff_log.prime()
         # A run started here is driven outside the ticks; its lines are posted when it lets go.
-        self.services.runner.after_drive = self.staff_log.nudge
+        self.services.runner.after_drive = self._after_tick
         self.ticker = Ticker(
             self.services.runner,
             interval=self.config.tick_interval_seconds,
-            after_tick=self.staff_log.nudge,
+            after_tick=self._after_tick,
             before=self.wait_until_ready,
         )
         self.ticker.start()
         self.staff_log.start()
+        self.mirror.start()
+
+    def _after_tick(self) -> None:
+        # The staff log and the mirror follow the run log; a tick is when it has grown.
+        if self.staff_log is not None:
+            self.staff_log.nudge()
+        self.mirror.nudge()
 
     def nudge(self) -> None:
         """Something changed (a control, a click): tick now rather than at the next interval."""
@@ -132,7 +161,7 @@ class EventBot(commands.Bot):
             self.ticker.nudge()
 
     async def close(self) -> None:
-        for loop in (self.ticker, self.staff_log):
+        for loop in (self.ticker, self.staff_log, self.mirror):
             if loop is not None:
                 loop.cancel()
         # Runs started here and still being driven finish their step (or give the run back).

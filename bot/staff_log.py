@@ -19,6 +19,7 @@ Where it starts, and who posts (the choices where the issue is silent):
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 
@@ -55,6 +56,8 @@ class StaffLog:
         self.cursor: int | None = None
         # Runs whose failure to render was logged already (once each, not on every pass).
         self._failed_runs: set[int] = set()
+        # Notices being posted (held so the tasks are not collected mid-flight).
+        self._notices: set[asyncio.Task[None]] = set()
         self.loop = WakeableLoop(
             self.post_new, interval=interval, name="eventbot-staff-log", before=self._ready
         )
@@ -79,6 +82,22 @@ class StaffLog:
 
     def nudge(self) -> None:
         self.loop.nudge()
+
+    def notice(self, text: str) -> None:
+        """Post one line that is not in the run log (a part of the bot that failed, such as the
+        Events-tab mirror) to the staff channel, if this process can see it; never raises."""
+        channel = self.bot.get_channel(self.channel_id) if self.channel_id else None
+        if channel is None:
+            return
+        task = asyncio.create_task(self._post_notice(channel, text))
+        self._notices.add(task)
+        task.add_done_callback(self._notices.discard)
+
+    async def _post_notice(self, channel: object, text: str) -> None:
+        try:
+            await channel.send(text[:2000], allowed_mentions=NO_MENTIONS)  # type: ignore[attr-defined]
+        except discord.HTTPException as exc:
+            log.warning("staff log: could not post a notice in channel %s: %s", self.channel_id, exc)
 
     @property
     def channel_id(self) -> int | None:

@@ -30,3 +30,19 @@ async def preflight(
             if outcome.outcome != "done":
                 problems.append(Problem(outcome.error or "not ready", phase=phase.key, step=index))
     return problems
+
+
+MANAGE_EVENTS_MISSING = (
+    "the bot lacks the Manage Events permission, so this event's occurrences cannot be listed "
+    "in the server's Events tab (grant it to the bot's role, or set discord_event: false)"
+)
+
+
+def listing_problem(
+    definition: EventDefinition, *, mirror_by_default: bool, may_manage_events: bool
+) -> Problem | None:
+    """The mirror's own check: a definition that lists its occurrences as Discord scheduled
+    events needs Manage Events. The front end says whether the bot holds it."""
+    if may_manage_events or definition.discord_event_settings(mirror_by_default) is None:
+        return None
+    return Problem(MANAGE_EVENTS_MISSING, field="discord_event")

@@ -47,6 +47,7 @@ __all__ = [
     "RUN_TICKABLE",
     "STEP_OPEN",
     "definitions",
+    "listings",
     "metadata",
     "run_log",
     "runs",
@@ -227,4 +228,29 @@ run_log = sa.Table(
     sa.Column("detail", sa.JSON, nullable=True),
     sa.Column("at", _utc_datetime(), nullable=False),
     sa.Index("idx_evlog_run", "run_id", "id"),
+)
+
+listings = sa.Table(
+    "event_run_listings",
+    metadata,
+    # One row per occurrence mirrored as a Discord scheduled event. The row is written before
+    # the create request, so its primary key is what stops two processes creating two events.
+    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evlist_run"), primary_key=True),
+    # The Discord event's id, once Discord has answered the create.
+    sa.Column("external_id", sa.String(32), nullable=True),
+    # sha256 of the last state Discord accepted, and its status (scheduled, active, completed,
+    # cancelled; gone: deleted in Discord; skipped: never worth listing). A state equal to the
+    # pushed one is never sent again; a final status is never looked at again.
+    sa.Column("pushed", sa.String(64), nullable=True),
+    sa.Column("pushed_status", sa.String(16), nullable=True),
+    sa.Column("claimed_by", sa.String(64), nullable=True),
+    sa.Column("claim_expires_at", _utc_datetime(), nullable=True),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default=sa.text("0")),
+    sa.Column("last_error", sa.String(500), nullable=True),
+    sa.Column("created_at", _utc_datetime(), nullable=False),
+    sa.Column("updated_at", _utc_datetime(), nullable=False),
+    # The start-up reconcile and the "how many are listed" count read open listings only.
+    sa.Index("idx_evlist_status", "pushed_status"),
+    # Failed pushes are retried when their back-off lease runs out.
+    sa.Index("idx_evlist_retry", "claim_expires_at"),
 )

@@ -6,7 +6,7 @@ scalar keys (``EVENTBOT_DATABASE_URL``, ``EVENTBOT_GUILD_ID``, ``EVENTBOT_TICK_I
 pydantic-settings (its environment source, with the ``EVENTBOT_`` prefix): names match in any
 case, as pydantic-settings matches them, and a variable set to the empty string is ignored, so
 ``EVENTBOT_GUILD_ID=`` leaves the file's value. The mappings (``channels``, ``roles``,
-``permissions``, ``announce``) come only from the file. The Discord token is never part of it: it
+``permissions``, ``announce``, ``discord_events``) come only from the file. The Discord token is never part of it: it
 only ever comes from ``DISCORD_TOKEN`` (see ``token_from_env``), and a config file that contains
 one is refused.
 
@@ -29,6 +29,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDic
 
 from runner import yaml_text
 from runner.db import DEFAULT_URL, DatabaseUrlError, check_url
+from runner.definitions.durations import duration_seconds
 
 ENV_PREFIX = "EVENTBOT_"
 TOKEN_ENV = "DISCORD_TOKEN"
@@ -148,6 +149,35 @@ class AnnounceSettings(_Strict):
     allow_everyone: bool = False
 
 
+# Discord allows 100 scheduled or active events per guild; the mirror stays well inside that, so
+# staff can still create events of their own by hand.
+MAX_LISTED_MOST = 90
+# Further ahead than this and a week's cron fills the Events tab with occurrences nobody plans for.
+HORIZON_MAX_SECONDS = 90 * 86400.0
+
+
+def _horizon(value: object) -> float:
+    explained = "must be a duration such as 7d, 36h or 90m (at most 90d)"
+    if isinstance(value, bool):
+        raise ValueError(explained)
+    try:
+        seconds = duration_seconds(value)
+    except (TypeError, ValueError):
+        raise ValueError(explained) from None
+    if not 0 < seconds <= HORIZON_MAX_SECONDS or not math.isfinite(seconds):
+        raise ValueError(explained)
+    return float(seconds)
+
+
+class DiscordEventSettings(_Strict):
+    # Whether definitions that do not say (no ``discord_event:``) are mirrored.
+    mirror: bool = False
+    # How far ahead occurrences are listed in the server's Events tab.
+    horizon: Annotated[float, BeforeValidator(_horizon)] = 7 * 86400.0
+    # The most occurrences listed at once, nearest first.
+    max_listed: int = Field(default=50, ge=1, le=MAX_LISTED_MOST)
+
+
 class Config(_Strict):
     database_url: Annotated[str, BeforeValidator(_database_url)] = DEFAULT_URL
     # The one guild this bot serves; interactions from any other are refused.
@@ -164,6 +194,7 @@ class Config(_Strict):
     staff_log_channel: str | None = None
     sandbox_channel: str | None = None
     announce: AnnounceSettings = Field(default_factory=AnnounceSettings)
+    discord_events: DiscordEventSettings = Field(default_factory=DiscordEventSettings)
     tick_interval_seconds: Annotated[
         float,
         _bounded(

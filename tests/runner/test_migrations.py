@@ -18,7 +18,7 @@ from runner.migrate import alembic_config, current_revision, drift, upgrade
 from runner.schema import run_log, runs, steps
 from runner.sql import runs as runs_sql
 
-HEAD = "0004"
+HEAD = "0005"
 
 
 async def _tables(engine: AsyncEngine) -> set[str]:
@@ -162,7 +162,19 @@ async def test_0004_splits_actor_labels_once_and_gives_manual_runs_no_occurrence
         assert await runs_sql.insert(conn, scheduled_for=T0, **common) is None
         assert await runs_sql.insert(conn, scheduled_for=T0, manual=True, **common) is not None
         assert await runs_sql.insert(conn, scheduled_for=T0, manual=True, **common) is not None
+    # Later revisions add tables of their own; with them, nothing differs from the metadata.
+    await _alembic(empty_engine, "upgrade", "head")
     assert await drift(empty_engine) == []
+
+
+async def test_0005_adds_the_listings_table_and_its_downgrade_drops_it(empty_engine: AsyncEngine) -> None:
+    await _alembic(empty_engine, "upgrade", "0004")
+    assert "event_run_listings" not in await _tables(empty_engine)
+    await _alembic(empty_engine, "upgrade", "0005")
+    assert "event_run_listings" in await _tables(empty_engine)
+    assert await drift(empty_engine) == []
+    await _alembic(empty_engine, "downgrade", "0004")
+    assert "event_run_listings" not in await _tables(empty_engine)
 
 
 async def test_0004_downgrades_to_the_labels_and_the_old_occurrence_key(empty_engine: AsyncEngine) -> None:

@@ -1,0 +1,222 @@
+"""Statements on ``event_run_listings``: the Discord scheduled event mirrored for each run.
+
+Who pushes a listing is decided by compare-and-set on its row, as a run's lease is: the INSERT of
+a new row (its primary key is the run id) or an UPDATE that takes an expired or free claim, and
+moves ``claim_expires_at`` in its SET so that under MariaDB's matched-rows count the loser of a
+race matches nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from runner.db import insert_ignore
+from runner.schema import listings, run_log, runs
+from runner.states import RunStatus
+
+Row = sa.RowMapping
+
+# Statuses after which a listing is never pushed again.
+FINAL_STATUSES = ("completed", "cancelled", "gone", "skipped")
+# Statuses that occupy one of Discord's 100 slots (scheduled or active).
+LISTED_STATUSES = ("scheduled", "active")
+
+
+async def claim_new(
+    conn: AsyncConnection, run_id: int, owner: str, until: dt.datetime, now: dt.datetime
+) -> bool:
+    """Create the listing row of ``run_id``, claimed; False when it exists already (another
+    process listed it, or is listing it now)."""
+    result = await conn.execute(
+        insert_ignore(conn, listings).values(
+            run_id=run_id,
+            claimed_by=owner,
+            claim_expires_at=until,
+            attempts=1,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    return result.rowcount == 1
+
+
+async def claim(
+    conn: AsyncConnection, run_id: int, owner: str, until: dt.datetime, now: dt.datetime
+) -> Row | None:
+    """Take the listing of ``run_id`` if nobody holds it (a free or expired claim) and it is not
+    final; answers the row as it was before the claim, or None."""
+    free = sa.or_(listings.c.claim_expires_at.is_(None), listings.c.claim_expires_at <= now)
+    open_ = sa.or_(listings.c.pushed_status.is_(None), listings.c.pushed_status.not_in(FINAL_STATUSES))
+    before = (
+        (await conn.execute(sa.select(listings).where(listings.c.run_id == run_id, free, open_)))
+        .mappings()
+        .first()
+    )
+    if before is None:
+        return None
+    # The claim is valid only if the row is still as read: same expiry (or none) and holder.
+    expected = (
+        listings.c.claim_expires_at.is_(None)
+        if before["claim_expires_at"] is None
+        else listings.c.claim_expires_at == before["claim_expires_at"]
+    )
+    result = await conn.execute(
+        sa.update(listings)
+        .where(listings.c.run_id == run_id, expected, open_)
+        .values(
+            claimed_by=owner,
+            claim_expires_at=until,
+            attempts=listings.c.attempts + 1,
+            updated_at=now,
+        )
+    )
+    return before if result.rowcount == 1 else None
+
+
+async def settle(
+    conn: AsyncConnection,
+    run_id: int,
+    owner: str,
+    *,
+    external_id: str | None,
+    pushed: str | None,
+    pushed_status: str | None,
+    now: dt.datetime,
+) -> bool:
+    """Store what Discord now shows and let the claim go; False if the claim was lost."""
+    result = await conn.execute(
+        sa.update(listings)
+        .where(listings.c.run_id == run_id, listings.c.claimed_by == owner)
+        .values(
+            external_id=external_id,
+            pushed=pushed,
+            pushed_status=pushed_status,
+            claimed_by=None,
+            claim_expires_at=None,
+            attempts=0,
+            last_error=None,
+            updated_at=now,
+        )
+    )
+    return result.rowcount == 1
+
+
+async def store_external_id(
+    conn: AsyncConnection, run_id: int, owner: str, external_id: str, now: dt.datetime
+) -> None:
+    """Keep the id of an event just created at once, before anything else can fail."""
+    await conn.execute(
+        sa.update(listings)
+        .where(listings.c.run_id == run_id, listings.c.claimed_by == owner)
+        .values(external_id=external_id, updated_at=now)
+    )
+
+
+async def fail(
+    conn: AsyncConnection, run_id: int, owner: str, error: str, retry_at: dt.datetime, now: dt.datetime
+) -> None:
+    """The push failed: keep the claim as a back-off until ``retry_at`` (then anyone retries)."""
+    await conn.execute(
+        sa.update(listings)
+        .where(listings.c.run_id == run_id, listings.c.claimed_by == owner)
+        .values(claimed_by=None, claim_expires_at=retry_at, last_error=error[:500], updated_at=now)
+    )
+
+
+async def unlisted_in_horizon(
+    conn: AsyncConnection, after: dt.datetime | None, until: dt.datetime, limit: int
+) -> Sequence[Row]:
+    """Scheduled occurrences starting by ``until`` (and not before ``after``) with no listing yet,
+    nearest first: the indexed range on ``(status, scheduled_for)``."""
+    query = (
+        sa.select(runs.c.id, runs.c.scheduled_for)
+        .where(
+            runs.c.status == RunStatus.SCHEDULED.value,
+            runs.c.scheduled_for <= until,
+            runs.c.rehearsal.is_(sa.false()),
+            runs.c.occurrence_at.is_not(None),
+            ~sa.exists().where(listings.c.run_id == runs.c.id),
+        )
+        .order_by(runs.c.scheduled_for, runs.c.id)
+        .limit(limit)
+    )
+    if after is not None:
+        query = query.where(runs.c.scheduled_for >= after)
+    return (await conn.execute(query)).mappings().all()
+
+
+async def count_listed(conn: AsyncConnection) -> int:
+    """Listings that hold one of Discord's slots, or are about to (created, not answered yet)."""
+    query = sa.select(sa.func.count()).where(
+        sa.or_(listings.c.pushed_status.is_(None), listings.c.pushed_status.in_(LISTED_STATUSES))
+    )
+    return int((await conn.execute(query)).scalar() or 0)
+
+
+async def open_run_ids(conn: AsyncConnection) -> list[int]:
+    """Every listing not in a final pushed state (the start-up reconcile)."""
+    query = sa.select(listings.c.run_id).where(
+        sa.or_(listings.c.pushed_status.is_(None), listings.c.pushed_status.not_in(FINAL_STATUSES))
+    )
+    return [int(r) for r in (await conn.execute(query)).scalars().all()]
+
+
+async def retry_due(conn: AsyncConnection, now: dt.datetime, limit: int = 100) -> list[int]:
+    """Failed pushes whose back-off has run out."""
+    query = (
+        sa.select(listings.c.run_id)
+        .where(
+            listings.c.claim_expires_at <= now,
+            listings.c.claimed_by.is_(None),
+            listings.c.last_error.is_not(None),
+        )
+        .order_by(listings.c.claim_expires_at)
+        .limit(limit)
+    )
+    return [int(r) for r in (await conn.execute(query)).scalars().all()]
+
+
+async def with_listing(conn: AsyncConnection, run_ids: Iterable[int]) -> set[int]:
+    ids = list(run_ids)
+    if not ids:
+        return set()
+    query = sa.select(listings.c.run_id).where(listings.c.run_id.in_(ids))
+    return {int(r) for r in (await conn.execute(query)).scalars().all()}
+
+
+async def get(conn: AsyncConnection, run_id: int) -> Row | None:
+    return (await conn.execute(sa.select(listings).where(listings.c.run_id == run_id))).mappings().first()
+
+
+async def run_changes(conn: AsyncConnection, cursor: int, limit: int = 1000) -> Sequence[Row]:
+    """Run-log lines after ``cursor`` (id, run and kind only), in order: how a pass learns which
+    runs changed without looking at the runs that did not."""
+    query = (
+        sa.select(run_log.c.id, run_log.c.run_id, run_log.c.kind)
+        .where(run_log.c.id > cursor)
+        .order_by(run_log.c.id)
+        .limit(limit)
+    )
+    return (await conn.execute(query)).mappings().all()
+
+
+async def latest_log_id(conn: AsyncConnection) -> int:
+    return int((await conn.execute(sa.select(sa.func.coalesce(sa.func.max(run_log.c.id), 0)))).scalar() or 0)
+
+
+async def run_row(conn: AsyncConnection, run_id: int) -> Row | None:
+    query = sa.select(
+        runs.c.id,
+        runs.c.definition_id,
+        runs.c.version_id,
+        runs.c.scope,
+        runs.c.status,
+        runs.c.scheduled_for,
+        runs.c.occurrence_at,
+        runs.c.rehearsal,
+    ).where(runs.c.id == run_id)
+    return (await conn.execute(query)).mappings().first()
