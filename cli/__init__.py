@@ -32,6 +32,7 @@ from cli.database import cmd_migrate, cmd_runs
 from cli.definitions import cmd_publish, cmd_validate
 from cli.rehearse import cmd_rehearse
 from cli.serve import cmd_run, cmd_sync
+from cli.upcoming import DEFAULT_COUNT, cmd_upcoming
 from wiring.config import ConfigError
 
 # ── The parser ──────────────────────────────────────────────────────────────
@@ -97,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
             "  python -m bot rehearse examples/invasion.yaml   play an event here, nothing sent\n"
             "  python -m bot validate events/                  check definitions\n"
             "  python -m bot migrate && python -m bot publish  set up the database, store events\n"
+            "  python -m bot upcoming                          what the schedule holds next\n"
             "  python -m bot sync && python -m bot run         register commands, start the bot\n\n"
             "The bot token only ever comes from DISCORD_TOKEN; EVENTBOT_* variables override the config."
         ),
@@ -190,7 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
         "check event definitions against the schema and each action's params",
         "Check each FILE completely: the schema (keys, phases, schedule, grace, scopes) and every\n"
         "step's params against the action it names. Every problem is printed with its file,\n"
-        "phase, step (counted from 0) and field. A directory stands for its *.yaml/*.yml files.\n\n"
+        "phase, step (counted from 0) and field. A directory stands for its *.yaml/*.yml files.\n"
+        "A scheduled event's next three occurrences are printed, in its own time zone and UTC;\n"
+        "a once that is already over is refused.\n\n"
         "When the config (--config, else ./config.yaml) names channels or roles, every channel\n"
         "alias, the gm_channel a cue falls back to, and every ping role is checked against it;\n"
         "publish checks the same. The limits on an event's size and schedule are in the README.\n\n"
@@ -233,6 +237,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     runs.add_argument("--json", action="store_true", help="one JSON object per run")
     _add_database(runs, "read this database")
+
+    upcoming = command(
+        "upcoming",
+        "list the next occurrences of published scheduled events, per scope",
+        "List what the schedule holds next for each published event with a cron or once\n"
+        "schedule (or for EVENT only), per scope: the occurrences already created (status\n"
+        "scheduled, with their run id, so staff can cancel one before it starts), then the ones\n"
+        "the runner will create as they come near. Each time is shown in the event's own time\n"
+        "zone (a cron's; UTC for a once) and in UTC; an event's reminders are listed by lead time.",
+        cmd_upcoming,
+    )
+    upcoming.add_argument("event", nargs="?", metavar="EVENT", help="one event's key (default: every event)")
+    upcoming.add_argument(
+        "--count",
+        type=_positive_int,
+        default=DEFAULT_COUNT,
+        metavar="N",
+        help=f"occurrences per scope (default {DEFAULT_COUNT})",
+    )
+    upcoming.add_argument("--json", action="store_true", help="one JSON object per event")
+    _add_database(upcoming, "read this database")
 
     command(
         "run",

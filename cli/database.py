@@ -15,11 +15,15 @@ from cli.common import (
     database_url,
     load_config,
     on_database,
+    plural,
     require_schema,
     shown_url,
 )
-from runner import views
+from cli.upcoming import next_line
+from runner import catalog, views
+from runner.clock import utcnow
 from runner.migrate import current_revision, upgrade
+from runner.states import RUN_IN_FLIGHT, RunStatus
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -40,20 +44,43 @@ def cmd_runs(args: argparse.Namespace) -> int:
     url = database_url(args, config)
     check_sqlite_location(url, must_exist=True)
 
-    async def read(engine: AsyncEngine) -> list[views.RunSummary]:
+    async def read(engine: AsyncEngine) -> tuple[list[views.RunSummary], list[views.UpcomingEvent]]:
         await require_schema(engine, url)
-        return await views.list_runs(engine, in_flight_only=not args.all, limit=args.limit)
+        found = await views.list_runs(engine, in_flight_only=not args.all, limit=args.limit)
+        if args.json or found:
+            return found, []
+        # Nothing in flight says nothing of what is booked: name the next occurrence instead.
+        return found, await views.upcoming(engine, catalog.VersionCache(), utcnow(), count=1)
 
-    runs = asyncio.run(on_database(url, read))
+    runs, coming = asyncio.run(on_database(url, read))
     if args.json:
         for run in runs:
             print(json.dumps(run.__dict__, default=str))
         return EXIT_OK
     if not runs:
         print("no runs" if args.all else "no runs in flight (--all shows finished ones too)")
+        soonest = next_line(coming)
+        print(
+            f"no run is scheduled yet; {soonest} (`python -m bot upcoming` lists what comes next)"
+            if soonest
+            else "nothing is scheduled: no published event has an occurrence to come"
+        )
         return EXIT_OK
     print(_table(runs))
+    print(_counts(runs))
     return EXIT_OK
+
+
+def _counts(runs: Sequence[views.RunSummary]) -> str:
+    """How many of the listed runs are booked but not started, beside those under way."""
+    scheduled = sum(run.status == RunStatus.SCHEDULED for run in runs)
+    under_way = sum(run.status in RUN_IN_FLIGHT and run.status != RunStatus.SCHEDULED for run in runs)
+    ended = len(runs) - scheduled - under_way
+    parts = [f"{scheduled} scheduled (not started yet)", f"{under_way} under way"]
+    if ended:
+        parts.append(f"{ended} ended")
+    hint = "; `python -m bot upcoming` lists what comes next" if scheduled else ""
+    return f"{plural(len(runs), 'run')}: {', '.join(parts)}{hint}"
 
 
 RUN_COLUMNS = ("ID", "EVENT", "SCOPE", "STATUS", "HEALTH", "PHASE", "SCHEDULED (UTC)", "MODE", "LAST ERROR")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import io
 from collections import defaultdict
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ from cli.common import (
 )
 from runner import catalog, schedule
 from runner.clock import SystemClock, utcnow
-from runner.definitions import EventDefinition, load_file
+from runner.definitions import EventDefinition, ManualSchedule, load_file
 from runner.errors import DefinitionError, Problem
 from runner.preflight import preflight
 from wiring.config import Config
@@ -121,6 +122,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if item.valid:
             assert item.definition is not None
             print(f"ok    {item.path}: {_summary(item.definition)}")
+            for line in next_lines(item.definition, utcnow()):
+                print(f"      {line}")
         else:
             _print_problems(item)
     invalid = sum(not item.valid for item in checked)
@@ -135,6 +138,22 @@ def _summary(definition: EventDefinition) -> str:
         f"{definition.key} ({definition.title!r}): {plural(len(definition.phases), 'phase')}, "
         f"{plural(steps, 'step')}, {scopes}, {schedule.describe(definition.schedule)}"
     )
+
+
+NEXT_SHOWN = 3
+
+
+def next_lines(definition: EventDefinition, now: dt.datetime) -> list[str]:
+    """A scheduled event's next occurrences, each in its own zone and in UTC (none for a manual
+    event): what its schedule really means, before it is published."""
+    zone = schedule.zone_of(definition)
+    moments = schedule.next_occurrences(definition, now, NEXT_SHOWN)
+    if isinstance(definition.schedule, ManualSchedule):
+        return []
+    if not moments:
+        return ["next: none (the schedule has no more occurrences)"]
+    shown = [schedule.shown(moment, zone) for moment in moments]
+    return [f"next: {shown[0]}", *(f"      {line}" for line in shown[1:])]
 
 
 def cmd_publish(args: argparse.Namespace) -> int:

@@ -11,11 +11,12 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import catalog, history, schedule
-from runner.definitions import REMINDERS_PHASE, EventDefinition, PhaseDefinition
-from runner.errors import UnreadableDefinition
+from runner.definitions import REMINDERS_PHASE, EventDefinition, ManualSchedule, PhaseDefinition
+from runner.errors import UnknownDefinition, UnreadableDefinition
 from runner.history import Actor
 from runner.records import StepRecord
 from runner.sql import definitions as definitions_sql
@@ -276,11 +277,17 @@ class DefinitionSummary:
     schedule: str
     # Why its current version cannot be read, if it cannot: it is listed, but cannot be started.
     unreadable: str | None = None
+    # Its next occurrence in any scope (naive UTC), when asked for with ``now``; the zone a
+    # person reads its times in (its cron's, otherwise UTC).
+    next_at: dt.datetime | None = None
+    zone: str = "UTC"
 
 
 async def list_definitions(
-    engine: AsyncEngine, versions: catalog.VersionCache | None = None
+    engine: AsyncEngine, versions: catalog.VersionCache | None = None, *, now: dt.datetime | None = None
 ) -> list[DefinitionSummary]:
+    """Every published event; with ``now``, each with its next occurrence (the autocompletes
+    leave it out: it costs a read of the scheduled runs)."""
     versions = versions or catalog.VersionCache()
     async with engine.connect() as conn:
         rows = await definitions_sql.list_all(conn)
@@ -292,6 +299,7 @@ async def list_definitions(
             for r in rows
             if int(r["current_version_id"]) not in unreadable
         }
+        created = await _created_by_definition(conn) if now is not None else {}
     summaries = []
     for row in rows:
         reason = unreadable.get(int(row["current_version_id"]))
@@ -301,6 +309,10 @@ async def list_definitions(
             )
             continue
         definition = readable[int(row["current_version_id"])]
+        next_at = None
+        if now is not None:
+            plan = _plan(definition, row, created, now, 1)
+            next_at = min((s.occurrences[0].at for s in plan if s.occurrences), default=None)
         summaries.append(
             DefinitionSummary(
                 row["key"],
@@ -308,9 +320,118 @@ async def list_definitions(
                 int(row["version"]),
                 list(definition.scopes),
                 schedule.describe(definition.schedule),
+                next_at=next_at,
+                zone=schedule.zone_of(definition),
             )
         )
     return summaries
+
+
+# ── The schedule people read: what comes next (issue 11) ─────────────────────
+
+
+@dataclass(frozen=True)
+class UpcomingEvent:
+    """A published event's occurrences to come, per scope (``scopes`` is empty for an event
+    with no schedule, and for one whose definition cannot be read)."""
+
+    key: str
+    title: str
+    version: int
+    schedule: str
+    # The zone a person reads its times in: its cron's own, otherwise UTC.
+    zone: str
+    scheduled: bool
+    # Its reminders' lead times, as authors write them (``1h``, ``15m``), longest first.
+    reminders: list[str]
+    scopes: list[schedule.ScopeUpcoming]
+    unreadable: str | None = None
+
+    @property
+    def next_at(self) -> dt.datetime | None:
+        return min((s.occurrences[0].at for s in self.scopes if s.occurrences), default=None)
+
+
+async def upcoming(
+    engine: AsyncEngine,
+    versions: catalog.VersionCache,
+    now: dt.datetime,
+    *,
+    key: str | None = None,
+    count: int = 3,
+) -> list[UpcomingEvent]:
+    """The next ``count`` occurrences of each scope of every scheduled event (or of the one
+    called ``key``, scheduled or not; ``UnknownDefinition`` when there is none): the runs already
+    created, with their ids, then the ones the runner will create."""
+    async with engine.connect() as conn:
+        rows = [r for r in await definitions_sql.list_all(conn) if key is None or r["key"] == key]
+        if key is not None and not rows:
+            raise UnknownDefinition(f"no published event is called {key!r}")
+        ids = [int(r["id"]) for r in rows]
+        created = await _created_by_definition(conn, ids)
+        found: list[tuple[sa.RowMapping, EventDefinition | str]] = []
+        for row in rows:
+            try:
+                found.append((row, await versions.get(conn, int(row["current_version_id"]))))
+            except UnreadableDefinition as exc:
+                found.append((row, exc.reason))
+    events = []
+    for row, definition in found:
+        if isinstance(definition, str):
+            events.append(
+                UpcomingEvent(
+                    row["key"],
+                    row["title"],
+                    int(row["version"]),
+                    "unreadable",
+                    "UTC",
+                    False,
+                    [],
+                    [],
+                    definition,
+                )
+            )
+            continue
+        scheduled = not isinstance(definition.schedule, ManualSchedule)
+        if not scheduled and key is None:
+            continue
+        leads = sorted(definition.reminders, key=lambda r: r.before, reverse=True)
+        events.append(
+            UpcomingEvent(
+                key=definition.key,
+                title=definition.title,
+                version=int(row["version"]),
+                schedule=schedule.describe(definition.schedule),
+                zone=schedule.zone_of(definition),
+                scheduled=scheduled,
+                reminders=[r.shown_lead() for r in leads],
+                scopes=_plan(definition, row, created, now, count) if scheduled else [],
+            )
+        )
+    return events
+
+
+Created = dict[int, list[tuple[int, str, dt.datetime]]]
+
+
+async def _created_by_definition(
+    conn: AsyncConnection, definition_ids: Sequence[int] | None = None
+) -> Created:
+    """Each definition's runs created and not yet started: (run id, scope, start)."""
+    created: Created = {}
+    for run in await runs_sql.scheduled_of_definitions(conn, definition_ids):
+        created.setdefault(int(run["definition_id"]), []).append(
+            (int(run["id"]), run["scope"], run["scheduled_for"])
+        )
+    return created
+
+
+def _plan(
+    definition: EventDefinition, row: sa.RowMapping, created: Created, now: dt.datetime, count: int
+) -> list[schedule.ScopeUpcoming]:
+    return schedule.upcoming_by_scope(
+        definition, created.get(int(row["id"]), []), row["materialised_until"], now, count
+    )
 
 
 async def log_for_run(engine: AsyncEngine, run_id: int) -> Sequence[history.Entry]:

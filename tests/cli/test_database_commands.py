@@ -180,13 +180,14 @@ def test_runs_on_a_missing_sqlite_file_does_not_create_one(cli: Cli, tmp_path: P
 
 
 def test_runs_lists_what_is_in_flight_and_with_all_what_has_ended(cli: Cli, database: str) -> None:
-    assert cli("runs", "--database", database).out == "no runs in flight (--all shows finished ones too)\n"
+    assert cli("runs", "--database", database).lines[0] == "no runs in flight (--all shows finished ones too)"
     assert cli("rehearse", INVASION, "--database", database).code == 0
     assert "no runs in flight" in cli("runs", "--database", database).out
 
     listed = cli("runs", "--all", "--database", database)
     assert listed.code == 0
-    header, *rows = listed.lines
+    header, *rows, counts = listed.lines
+    assert counts == "3 runs: 0 scheduled (not started yet), 0 under way, 3 ended"
     assert header.split()[:6] == ["ID", "EVENT", "SCOPE", "STATUS", "HEALTH", "PHASE"]
     assert len(rows) == 3
     for row, scope in zip(rows, ("celestia", "borealis", "aurora"), strict=True):  # newest first
