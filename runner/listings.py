@@ -204,30 +204,33 @@ class ListingService:
 
     async def _horizon(self, conn: AsyncConnection, now: dt.datetime, report: PassReport) -> list[Work]:
         until = now + dt.timedelta(seconds=self.horizon_seconds)
-        rows = await sql.unlisted_in_horizon(
-            conn, self._scanned, until, self.max_listed + len(self._not_mirrored)
-        )
-        report.queries += 1
-        rows = [r for r in rows if int(r["id"]) not in self._not_mirrored]
-        if not rows:
-            return []
-        room = self.max_listed - await sql.count_listed(conn)
-        work = []
-        for row in rows:
-            run_id, moment = int(row["id"]), row["scheduled_for"]
-            report.considered += 1
-            if moment != self._scanned:
-                self._not_mirrored.clear()
-            if room <= 0:
-                break  # the scan resumes here once a listed occurrence has ended
-            item = await self._new(conn, run_id, now)
-            if item is None:
-                self._not_mirrored.add(run_id)
-            else:
-                work.append(item)
-                room -= 1
-            self._scanned = moment
-        return work
+        work: list[Work] = []
+        room: int | None = None
+        while True:
+            limit = self.max_listed + len(self._not_mirrored)
+            rows = await sql.unlisted_in_horizon(conn, self._scanned, until, limit)
+            report.queries += 1
+            fresh = [r for r in rows if int(r["id"]) not in self._not_mirrored]
+            if not fresh:
+                return work
+            if room is None:
+                room = self.max_listed - await sql.count_listed(conn)
+            for row in fresh:
+                run_id, moment = int(row["id"]), row["scheduled_for"]
+                report.considered += 1
+                if room <= 0:
+                    return work  # the scan resumes here once a listed occurrence has ended
+                if moment != self._scanned:
+                    self._not_mirrored.clear()
+                item = await self._new(conn, run_id, now)
+                if item is None:
+                    self._not_mirrored.add(run_id)
+                else:
+                    work.append(item)
+                    room -= 1
+                self._scanned = moment
+            if len(rows) < limit:
+                return work
 
     async def _definition(self, conn: AsyncConnection, run: sql.Row) -> EventDefinition | None:
         try:

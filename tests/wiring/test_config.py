@@ -217,3 +217,21 @@ def test_a_bad_environment_variable_is_refused_by_the_cli(cli: Cli, monkeypatch:
     result = cli("migrate")
     assert result.code == 2
     assert "tick_interval_seconds (from EVENTBOT_TICK_INTERVAL_SECONDS): " in result.err
+
+
+def test_discord_events_defaults_and_bounds(tmp_path: Path) -> None:
+    """The mirror is off unless asked for, lists a week ahead, and never more than 90 at once
+    (Discord's limit is 100 scheduled or active events per server)."""
+    events = Config().discord_events
+    assert (events.mirror, events.horizon, events.max_listed) == (False, 7 * 86400.0, 50)
+    assert Config.model_validate({"discord_events": {"horizon": "36h"}}).discord_events.horizon == 36 * 3600.0
+    for bad, where in [
+        ({"max_listed": 91}, "discord_events.max_listed"),
+        ({"max_listed": 0}, "discord_events.max_listed"),
+        ({"horizon": "91d"}, "discord_events.horizon"),
+        ({"horizon": "soon"}, "discord_events.horizon"),
+        ({"horizon": 0}, "discord_events.horizon"),
+        ({"surprise": 1}, "discord_events.surprise"),
+    ]:
+        problems = problems_of(write_yaml(tmp_path / "config.yaml", {"discord_events": bad}))
+        assert any(p.startswith(where) for p in problems), problems
