@@ -71,6 +71,7 @@ async def rehearse(
                 clock=clock,
                 tick_interval_seconds=config.tick_interval_seconds,
                 sleep=sleep,
+                mirror_by_default=config.discord_events.mirror,
             )
             return await rehearsal.run()
         finally:
@@ -155,6 +156,7 @@ async def resume_rehearsals(
             clock=clock,
             tick_interval_seconds=config.tick_interval_seconds,
             sleep=sleep,
+            mirror_by_default=config.discord_events.mirror,
         )
         return await rehearsal.carry_on(sorted(busy, key=lambda run: run.id), last_log_ids)
     finally:

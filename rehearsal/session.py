@@ -17,7 +17,8 @@ from runner import catalog, views
 from runner.clock import ManualClock
 from runner.definitions import EventDefinition
 from runner.engine import RunnerSettings
-from runner.history import Entry
+from runner.history import Entry, RunCreated, RunStatusChanged
+from runner.listings import Desired, desired_state
 from runner.schema import RUN_TERMINAL
 from wiring.control_text import control_text
 from wiring.services import Services
@@ -68,6 +69,7 @@ class Rehearsal:
         clock: ManualClock,
         tick_interval_seconds: float,
         sleep: Sleep,
+        mirror_by_default: bool = False,
     ) -> None:
         self.services = services
         self.definition = definition
@@ -76,6 +78,8 @@ class Rehearsal:
         self.clock = clock
         self.tick_interval_seconds = tick_interval_seconds
         self.sleep = sleep
+        # The config's ``discord_events.mirror``: what the live bot would list is shown.
+        self.mirror_by_default = mirror_by_default
         self.run_ids: list[int] = []
         self._last_log_id: dict[int, int] = {}
         self._views: dict[int, views.RunView] = {}
@@ -253,7 +257,28 @@ class Rehearsal:
             if entry.step_id is not None:
                 self.console.release(entry.step_id)
             transcript.show_line(self.console, self._views[run_id], entry)
+            if isinstance(entry.event, RunCreated | RunStatusChanged):
+                listing = await self._listing(run_id)
+                transcript.show_listing(self.console, self._views[run_id], entry, listing)
         self.console.release()
+
+    async def _listing(self, run_id: int) -> Desired | None:
+        """The Events-tab entry the live bot would keep for this run (None: not mirrored)."""
+        view = self._views[run_id]
+        if view.unreadable:
+            return None
+        async with self.services.engine.connect() as conn:
+            definition = await self.services.versions.get(conn, view.version_id)
+        if definition.discord_event_settings(self.mirror_by_default) is None:
+            return None
+        return desired_state(
+            run_id,
+            definition,
+            scope=view.scope,
+            status=view.status,
+            scheduled_for=view.scheduled_for,
+            mirror_by_default=self.mirror_by_default,
+        )
 
     async def _finish(self) -> int:
         await self._refresh()

@@ -7,11 +7,15 @@ event; a line this code does not know (``GenericEvent``) is printed as it was st
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import zoneinfo
 from typing import Any
 
 from rehearsal.console import Console, format_duration, format_offset, run_label
 from runner import history, views
+from runner.listings import STATUS_OF_RUN, Desired
+from runner.states import RunStatus
 
 # The step events, each printed as ``<step> <outcome>`` (``step.done`` -> ``done``).
 STEP_EVENTS: tuple[type[history.Event], ...] = (
@@ -104,3 +108,44 @@ def _show_step_line(
         case history.StepConfirmed() | history.StepSkipped() if entry.actor is not None:
             text += f" by {entry.actor.name}"
     console.emit("step", text, **record)
+
+
+def _clock(moment: dt.datetime, zone: str) -> str:
+    local = moment.replace(tzinfo=dt.UTC).astimezone(zoneinfo.ZoneInfo(zone))
+    return local.strftime("%a %d %b %Y %H:%M")
+
+
+def show_listing(
+    console: Console, view: views.RunView, entry: history.Entry, desired: Desired | None
+) -> None:
+    """What the server's Events tab would show for this run, were it live: the entry when the
+    run is created, and each status the entry would move to. A rehearsal never creates one."""
+    if desired is None:
+        return
+    label = run_label(view.id, view.scope)
+    base = {"event": "listing", "run_id": view.id, "scope": view.scope}
+    match entry.event:
+        case history.RunCreated():
+            end_local = desired.end.replace(tzinfo=dt.UTC).astimezone(zoneinfo.ZoneInfo(desired.zone))
+            when = f"{_clock(desired.start, desired.zone)}–{end_local:%H:%M} {desired.zone}"
+            if desired.zone != "UTC":
+                when += f" ({desired.start:%H:%M}–{desired.end:%H:%M} UTC)"
+            text = (
+                f"{label}: Events tab (not created in a rehearsal): {desired.name!r}, {when}, "
+                f"at {desired.location}"
+            )
+            console.emit(
+                "listing",
+                text,
+                **base,
+                name=desired.name,
+                start=desired.start.isoformat() + "Z",
+                end=desired.end.isoformat() + "Z",
+                location=desired.location,
+            )
+        case history.RunStatusChanged(to=to) if to:
+            shown = STATUS_OF_RUN.get(RunStatus(to))
+            before = STATUS_OF_RUN.get(RunStatus(entry.event.from_)) if entry.event.from_ else None
+            if shown is not None and shown != before:
+                text = f"{label}: Events tab entry would be {shown.value} (not in a rehearsal)"
+                console.emit("listing", text, **base, status=shown.value)

@@ -351,3 +351,27 @@ def test_a_rehearsal_that_goes_round_in_circles_gives_up() -> None:
     options = RehearsalOptions(file=INVASION, max_iterations=1)
     assert asyncio.run(rehearse(options, Config(), stream=stream)) == 1
     assert "gave up after 1 ticks without every run ending" in stream.getvalue()
+
+
+def test_a_mirrored_event_shows_its_events_tab_entry_and_creates_none(cli: Cli, tmp_path: Path) -> None:
+    """A rehearsal never lists anything in the Events tab, but its transcript says what would
+    be listed (name, start-end with the zone, location) and each status the entry would take."""
+    config = write_yaml(tmp_path / "config.yaml", STRICT_CONFIG)
+    event = write_yaml(
+        tmp_path / "event.yaml",
+        definition(
+            announce("announcements", "Quiz time!"),
+            duration="1h30m",
+            discord_event={"location": "The Lounge"},
+        ),
+    )
+    result = cli("rehearse", event, "--config", config, "--cues", "confirm")
+    assert result.code == 0
+    assert re.search(
+        r"run 1: Events tab \(not created in a rehearsal\): 'Test event', "
+        r"\w{3} \d{2} \w{3} \d{4} \d{2}:\d{2}–\d{2}:\d{2} UTC, at The Lounge$",
+        result.out,
+        re.M,
+    ), result.out
+    assert "run 1: Events tab entry would be active (not in a rehearsal)" in result.out
+    assert "run 1: Events tab entry would be completed (not in a rehearsal)" in result.out
