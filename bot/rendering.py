@@ -19,8 +19,9 @@ from runner import history
 from runner.answers import ControlResult, Reason
 from runner.errors import Problem
 from runner.history import Actor
+from runner.schedule import Upcoming
 from runner.states import RunStatus
-from runner.views import DefinitionSummary, RunSummary, RunView, StepView
+from runner.views import DefinitionSummary, RunSummary, RunView, StepView, UpcomingEvent
 from wiring.control_text import control_text, no_such_scope_head, started_head
 
 REHEARSAL_MARK = "[REHEARSAL]"
@@ -233,9 +234,17 @@ def runs_embed(runs: Sequence[RunSummary], title: str = "Runs in flight") -> dis
 def _definition_line(d: DefinitionSummary) -> str:
     if d.unreadable:
         return f"`{d.key}` {clip(d.title, 60)} — v{d.version}, ⚠️ unreadable: {clip(d.unreadable, 300)}"
-    return f"`{d.key}` {clip(d.title, 60)} — v{d.version}, {clip(d.schedule, 60)}" + (
+    line = f"`{d.key}` {clip(d.title, 60)} — v{d.version}, {clip(d.schedule, 60)}" + (
         f", scopes: {fit_list('', d.scopes, 80, item_max=40)}" if d.scopes else ""
     )
+    if d.next_at is not None:
+        line += f"\n  ↳ next {_when(d.next_at)}"
+    return line
+
+
+def _when(moment: dt.datetime) -> str:
+    """An instant as every reader sees it in their own zone: the date and time, and how far off."""
+    return f"{timestamp(moment, 'F')} ({timestamp(moment)})"
 
 
 def list_embed(definitions: Sequence[DefinitionSummary], runs: Sequence[RunSummary]) -> discord.Embed:
@@ -243,7 +252,71 @@ def list_embed(definitions: Sequence[DefinitionSummary], runs: Sequence[RunSumma
     lines = [_definition_line(d) for d in definitions]
     embed.add_field(name="Published", value=_field_value(lines) if lines else "None yet.")
     in_flight = _field_value([_run_line(r) for r in runs]) if runs else "Nothing is in flight."
-    embed.add_field(name="In flight", value=in_flight, inline=False)
+    embed.add_field(name=in_flight_name(runs), value=in_flight, inline=False)
+    return fit(embed)
+
+
+def in_flight_name(runs: Sequence[RunSummary]) -> str:
+    """ "In flight", with how many of those runs are only booked (scheduled, not started): a
+    scheduled run is in flight, but nothing of it has happened yet."""
+    scheduled = sum(r.status == RunStatus.SCHEDULED for r in runs)
+    if not scheduled:
+        return "In flight"
+    return f"In flight ({scheduled} scheduled, not started yet; {len(runs) - scheduled} under way)"
+
+
+# ── /event upcoming ──────────────────────────────────────────────────────────
+
+UPCOMING_HELP = (
+    "Times are in your own time zone. A run id is an occurrence already created: "
+    "`/event cancel` cancels it before it starts (its reminders too)."
+)
+# Kept back for the field that counts the events left out.
+UPCOMING_MORE_ROOM = 100
+
+
+def _occurrence_line(scope: str, occurrence: Upcoming) -> str:
+    where = f"**{clip(scope, 40)}** · " if scope else ""
+    run = f" · run `{occurrence.run_id}`" if occurrence.run_id is not None else ""
+    return f"{where}{_when(occurrence.at)}{run}"
+
+
+def _upcoming_lines(event: UpcomingEvent) -> list[str]:
+    if event.unreadable:
+        return [f"⚠️ Its definition cannot be read, so nothing of it will run: {clip(event.unreadable, 300)}"]
+    if not event.scheduled:
+        return ["No schedule: it starts only when staff start it."]
+    head = clip(event.schedule, 120)
+    if event.reminders:
+        head += f" · reminders {', '.join(event.reminders)} before"
+    lines = [head]
+    for scope in event.scopes:
+        lines.extend(_occurrence_line(scope.scope, o) for o in scope.occurrences)
+    if len(lines) == 1:
+        lines.append("Nothing to come: the schedule has no more occurrences.")
+    return lines
+
+
+def upcoming_embed(events: Sequence[UpcomingEvent]) -> discord.Embed:
+    """Each event's next occurrences per scope as Discord timestamps, within Discord's limits:
+    events beyond the field limit are counted, occurrences beyond a field's size too."""
+    embed = discord.Embed(
+        title="Upcoming", description=UPCOMING_HELP if events else "No scheduled events are published."
+    )
+    shown = events[: limits.EMBED_FIELDS_MAX - 1] if len(events) > limits.EMBED_FIELDS_MAX else events
+    names = [clip(f"{event.title} ({event.key})", limits.EMBED_FIELD_NAME_MAX) for event in shown]
+    # Shared out so that every event keeps its first lines: trimming the longest fields after the
+    # fact (``fit``) would leave many events a bare "…".
+    room = limits.EMBED_TOTAL_MAX - len(embed) - sum(map(len, names)) - UPCOMING_MORE_ROOM
+    size = min(limits.EMBED_FIELD_VALUE_MAX, room // max(len(shown), 1))
+    for name, event in zip(names, shown, strict=True):
+        embed.add_field(name=name, value=_field_value(_upcoming_lines(event), size), inline=False)
+    if len(shown) < len(events):
+        embed.add_field(
+            name="…",
+            value=f"{len(events) - len(shown)} more events: name one with `/event upcoming event:`",
+            inline=False,
+        )
     return fit(embed)
 
 

@@ -1,4 +1,4 @@
-"""``/event``: start, rehearse, pause, resume, cancel, retry, skip, status, list.
+"""``/event``: start, rehearse, pause, resume, cancel, retry, skip, status, list, upcoming.
 
 Thin on purpose: each callback parses, calls one function of the engine (``Controls`` or a view),
 and renders the answer. Who may run what is checked by the tree before any callback runs
@@ -289,9 +289,27 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
     async def list_(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         services = self.bot.services
-        definitions = await views.list_definitions(services.engine, services.versions)
+        definitions = await views.list_definitions(
+            services.engine, services.versions, now=services.clock.now()
+        )
         runs = await views.list_runs(services.engine, in_flight_only=True, versions=services.versions)
         await reply(interaction, embed=rendering.list_embed(definitions, runs))
+
+    @app_commands.command(
+        name="upcoming", description="The next occurrences of scheduled events, per scope", extras=READ
+    )
+    @app_commands.describe(event="One event (default: every scheduled event)")
+    async def upcoming(self, interaction: discord.Interaction, event: str | None = None) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        services = self.bot.services
+        found = await views.upcoming(services.engine, services.versions, services.clock.now(), key=event)
+        await reply(interaction, embed=rendering.upcoming_embed(found))
+
+    @upcoming.autocomplete("event")
+    async def _upcoming_events(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        return await self._definitions(interaction, current)
 
 
 START_TEMPLATE = (
