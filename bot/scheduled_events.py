@@ -64,7 +64,8 @@ class Mirror:
         self.requests = 0
         self.passes = 0
         self._reported: set[tuple[int | None, str]] = set()
-        self._checked_permission = False
+        # The missing Manage Events permission was shown (once per process).
+        self._permission_reported = False
         self.loop = WakeableLoop(
             self.pass_once, interval=interval, name="eventbot-mirror", before=self._ready
         )
@@ -100,8 +101,7 @@ class Mirror:
         if guild is None:
             return interval  # not this process's guild: the one that holds it mirrors
         try:
-            if not self._checked_permission:
-                self._checked_permission = True
+            if self.may_manage_events() is False and not self._permission_reported:
                 await self._preflight()
             work = await self.service.due()
         except Exception as exc:
@@ -116,7 +116,9 @@ class Mirror:
             return
         keys = await mirrored_keys(self.service.engine, self.service.versions, self.service.mirror_by_default)
         if keys:
-            self._report_once(None, f"{MANAGE_EVENTS_MISSING}; mirrored events: {', '.join(keys)}")
+            self._report_once(
+                None, f"{MANAGE_EVENTS_MISSING}; mirrored events: {', '.join(keys)}", key="permission"
+            )
 
     async def _push_guarded(self, guild: discord.Guild, work: Work) -> None:
         run_id = work.desired.run_id
@@ -125,8 +127,13 @@ class Mirror:
                 raise PermissionError(MANAGE_EVENTS_MISSING)
             await self.push(guild, work)
         except Exception as exc:
-            text = str(exc) if isinstance(exc, PermissionError) else f"{type(exc).__name__}: {exc}"
-            self._report_once(run_id, text)
+            if isinstance(exc, PermissionError):
+                # One notice for the whole server, not one per occurrence.
+                text = str(exc)
+                self._report_once(None, text, key="permission")
+            else:
+                text = f"{type(exc).__name__}: {exc}"
+                self._report_once(run_id, text)
             try:
                 await self.service.fail(work, text)
             except Exception:
@@ -265,12 +272,15 @@ class Mirror:
             or event.end_time != _aware(desired.end)
         )
 
-    def _report_once(self, run_id: int | None, text: str) -> None:
-        """Log and show staff a failure once per run and error; the listing retries on its own."""
-        key = (run_id, text)
-        if key in self._reported:
+    def _report_once(self, run_id: int | None, text: str, *, key: str | None = None) -> None:
+        """Log and show staff a failure once per run and error (or per ``key``); the listing
+        retries on its own."""
+        seen = (run_id, key or text)
+        if seen in self._reported:
             return
-        self._reported.add(key)
+        self._reported.add(seen)
+        if key == "permission":
+            self._permission_reported = True
         where = f"run {run_id}" if run_id is not None else "the Events tab"
         message = f"Discord event mirror, {where}: {text}"[:1900]
         log.warning("%s", message, extra={"run_id": run_id})
