@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from typing import Any
 
 from actions import mentions
@@ -9,6 +11,7 @@ from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted
 from actions.mentions import Mentions, PingPolicy
 from rehearsal.console import Console, run_label
 from runner.history import RunEnding
+from runner.schedule import shown
 from wiring.config import Config
 from wiring.control_text import closed_cue_text
 
@@ -156,6 +159,10 @@ class ConsoleDelivery:
             text += f"; {', '.join(decision.inert)} shown but inert (pings nobody)"
         return text
 
+    def _readable(self, lines: list[str]) -> list[str]:
+        now = self.console.clock.now()
+        return [readable_timestamps(line, now) for line in lines]
+
     def _show_announcement(self, a: Announcement, label: str, channel: str | None) -> None:
         decision = self._decide(a)
         body: list[str] = []
@@ -164,6 +171,7 @@ class ConsoleDelivery:
             body.extend((text or "").splitlines() or [""])
         if a.embed is not None:
             body.extend(_embed_lines(a.embed))
+        body = self._readable(body)
         self.console.emit_for_step(
             a.step_id,
             "delivery",
@@ -191,6 +199,7 @@ class ConsoleDelivery:
                 "rehearsal" if c.context.rehearsal else "",
             ]
             body.append("│ " + " · ".join(part for part in where if part))
+        body = self._readable(body)
         body.append("[ Confirm ]  [ Skip ]")
         self.console.emit_for_step(
             c.step_id,
@@ -236,3 +245,44 @@ def _embed_record(embed: Embed | None) -> dict[str, Any] | None:
         "footer": embed.footer,
         "fields": [{"name": f.name, "value": f.value, "inline": f.inline} for f in embed.fields],
     }
+
+
+# A Discord timestamp as Discord parses it: seconds since the epoch and an optional style letter.
+DISCORD_TIMESTAMP = re.compile(r"<t:(-?\d{1,12})(?::([tTdDfFR]))?>")
+_UNITS = (
+    ("year", 365 * 86400),
+    ("month", 30 * 86400),
+    ("day", 86400),
+    ("hour", 3600),
+    ("minute", 60),
+    ("second", 1),
+)
+
+
+def readable_timestamps(text: str, now: dt.datetime) -> str:
+    """Every Discord timestamp in ``text`` followed by what a reader would see: the instant in
+    UTC (``<t:…:F> (Fri 5 Dec 2025 20:00 UTC)``), or for ``:R`` how far it is from ``now``, the
+    rehearsal's own clock (``in 15 minutes``, ``5 minutes ago``). The markup stays, as it is
+    what Discord is sent."""
+
+    def one(match: re.Match[str]) -> str:
+        try:
+            moment = dt.datetime.fromtimestamp(int(match[1]), dt.UTC).replace(tzinfo=None)
+        except (OverflowError, OSError, ValueError):
+            return match[0]
+        words = relative(moment, now) if match[2] == "R" else shown(moment)
+        return f"{match[0]} ({words})"
+
+    return DISCORD_TIMESTAMP.sub(one, text)
+
+
+def relative(moment: dt.datetime, now: dt.datetime) -> str:
+    """``in 15 minutes``, ``5 minutes ago``, ``now``: the largest whole unit, as Discord words it."""
+    seconds = (moment - now).total_seconds()
+    size = abs(seconds)
+    if size < 1:
+        return "now"
+    unit, length = next((unit, length) for unit, length in _UNITS if size >= length)
+    count = round(size / length)
+    amount = f"{count} {unit}{'' if count == 1 else 's'}"
+    return f"in {amount}" if seconds > 0 else f"{amount} ago"
