@@ -190,7 +190,7 @@ def _corpus() -> list[dict[str, Any]]:
         one(
             "weekly", [cue], schedule={"cron": "0 20 * * FRI", "timezone": "Europe/London"}, grace_seconds=600
         ),
-        one("once", [announce], schedule={"once": "2026-12-05T19:00:00+01:00"}, description="Once only."),
+        one("once", [announce], schedule={"once": "2099-12-05T19:00:00+01:00"}, description="Once only."),
         {
             "key": "two-phases",
             "title": "Two phases",
