@@ -2,16 +2,17 @@
 service that finds which entries need pushing. No Discord here: the bot's publisher
 (``bot.scheduled_events``) turns a ``Work`` into requests and reports back.
 
-What needs pushing is found **in proportion to changes, not ticks**; an idle pass is three
-indexed queries that return nothing:
+What needs pushing is found **in proportion to changes, not ticks**; an idle pass is four
+indexed queries that return nothing (or one row: the newest version):
 
 * occurrences entering the horizon: scheduled runs starting by ``now + horizon`` with no listing,
   read from a lower bound that only moves forward, nearest first, never more listed at once than
   ``max_listed``;
 * runs that changed: the run-log lines after a cursor (a status move, a new run, a re-pointed
   version all write one);
-* failed pushes whose back-off ran out; and once, at start-up, every listing not in a final
-  state (the reconcile: what changed while no process was watching).
+* failed pushes whose back-off ran out, and pushes whose process died;
+* every listing not in a final state, once at start-up (the reconcile: what changed while no
+  process was watching) and after each publish (runs re-pointed at the new text).
 
 Every push is claimed first on the listing row (``runner.sql.listings``), and a new listing's row
 is inserted, claimed, before the create request: two processes never push one change twice and
@@ -166,6 +167,7 @@ class ListingService:
     # Runs at the scan's lower bound already judged not to mirror (so they are not read again).
     _not_mirrored: set[int] = field(default_factory=set)
     _cursor: int | None = None
+    _version_seen: int | None = None
     last: PassReport = field(default_factory=PassReport)
 
     async def due(self) -> list[Work]:
@@ -174,19 +176,28 @@ class ListingService:
         report = PassReport()
         work: list[Work] = []
         async with self.engine.begin() as conn:
-            if self._cursor is None:
-                # The cursor first, so a change made while the reconcile reads is seen next pass.
-                self._cursor = await sql.latest_log_id(conn)
+            latest_version = await sql.latest_version_id(conn)
+            report.queries += 1
+            if self._cursor is None or latest_version != self._version_seen:
+                # At start-up, and after a publish (which may re-point runs at new text, however
+                # that is logged): every open listing. The cursor first, so a change made while
+                # they are read is seen next pass.
+                if self._cursor is None:
+                    self._cursor = await sql.latest_log_id(conn)
+                    report.queries += 1
+                self._version_seen = latest_version
                 changed = await sql.open_run_ids(conn)
-                report.queries += 2
-            else:
-                lines = await sql.run_changes(conn, self._cursor)
                 report.queries += 1
-                if lines:
-                    self._cursor = int(lines[-1]["id"])
-                changed = list(
-                    dict.fromkeys(int(r["run_id"]) for r in lines if str(r["kind"]).startswith("run."))
-                )
+            else:
+                changed = []
+            lines = await sql.run_changes(conn, self._cursor)
+            report.queries += 1
+            if lines:
+                self._cursor = int(lines[-1]["id"])
+            for line in lines:
+                run_id = int(line["run_id"])
+                if str(line["kind"]).startswith("run.") and run_id not in changed:
+                    changed.append(run_id)
             changed += [r for r in await sql.retry_due(conn, now) if r not in changed]
             report.queries += 1
             listed = await sql.with_listing(conn, changed)

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
-from runner.schema import listings, run_log, runs
+from runner.schema import listings, run_log, runs, versions
 from runner.states import RunStatus
 
 Row = sa.RowMapping
@@ -166,18 +166,20 @@ async def open_run_ids(conn: AsyncConnection) -> list[int]:
 
 
 async def retry_due(conn: AsyncConnection, now: dt.datetime, limit: int = 100) -> list[int]:
-    """Failed pushes whose back-off has run out."""
+    """Listings whose claim ran out: a failed push whose back-off is over, or a push whose
+    process died (a settled listing holds no expiry)."""
     query = (
         sa.select(listings.c.run_id)
-        .where(
-            listings.c.claim_expires_at <= now,
-            listings.c.claimed_by.is_(None),
-            listings.c.last_error.is_not(None),
-        )
+        .where(listings.c.claim_expires_at <= now)
         .order_by(listings.c.claim_expires_at)
         .limit(limit)
     )
     return [int(r) for r in (await conn.execute(query)).scalars().all()]
+
+
+async def latest_version_id(conn: AsyncConnection) -> int:
+    """The newest published version: when it grows, runs may have been re-pointed at new text."""
+    return int((await conn.execute(sa.select(sa.func.coalesce(sa.func.max(versions.c.id), 0)))).scalar() or 0)
 
 
 async def with_listing(conn: AsyncConnection, run_ids: Iterable[int]) -> set[int]:

@@ -24,7 +24,9 @@ LEAD = 600  # the occurrence starts this many seconds after the test does
 
 @pytest.fixture(autouse=True)
 async def listing_horizon(sim: Sim) -> None:
-    """An hour's horizon, so only the first of the daily occurrences is listed."""
+    """An hour's horizon, so only the first of the daily occurrences is listed; and a voice
+    channel a definition can name as its location."""
+    sim.channels["lounge"] = sim.guild.create_voice_channel("Lounge")
     sim.config = make_config(sim.guild, sim.channels, sim.roles, discord_events={"horizon": "1h"})
     with sim.env.time_context():
         await sim.start_bot()
@@ -187,3 +189,28 @@ async def test_a_missing_manage_events_permission_is_reported_and_the_run_still_
         r for r in sim.posts_to(sim.staff_log) if "Manage Events" in str((r.json or {}).get("content", ""))
     ]
     assert len(staff) == 1, "shown to staff once, however many passes"
+
+
+async def test_a_voice_channel_location_makes_a_voice_event_in_that_channel(sim: Sim) -> None:
+    await sim.publish(mirrored_spec(sim, discord_event={"location": "lounge"}))
+    await sim.env.advance_time(TICK * 2)
+    [listed] = events_of(sim)
+    assert (listed.entity_type, listed.channel_id) == (2, sim.lounge.id)
+    await sim.env.advance_time(LEAD + 90)
+    assert listed.status == 3
+    assert len(created(sim)) == 1
+
+
+async def test_an_event_deleted_in_discord_is_not_recreated(sim: Sim) -> None:
+    """Staff deleted the listed event by hand: the run goes on, the listing is marked gone, and
+    no second event appears when the run starts or ends."""
+    await sim.publish(mirrored_spec(sim))
+    await sim.env.advance_time(TICK * 2)
+    [listed] = events_of(sim)
+    sim.env.backend.delete_scheduled_event(sim.guild.id, listed.id)
+    await sim.env.advance_time(LEAD + 90)
+    assert (await sim.run(await quiz_run_id(sim))).status == "completed"
+    assert events_of(sim) == []
+    assert len(created(sim)) == 1
+    [row] = await listing_rows(sim)
+    assert (row["external_id"], row["pushed_status"]) == (str(listed.id), "gone")

@@ -163,3 +163,37 @@ async def test_a_start_up_reconcile_looks_at_every_open_listing(engine: AsyncEng
     # A new process: what was pushed differs from what the run wants, so it is claimed again.
     [again] = await service(engine, clock, "b").due()
     assert (again.desired.run_id, again.external_id) == (run_id, "9")
+
+
+async def test_a_run_re_pointed_at_a_new_version_gets_the_new_text(engine: AsyncEngine) -> None:
+    """However a publish re-points runs, the next pass compares every open listing with its
+    run's own (new) version and pushes what changed."""
+    pub = await published(engine, spec())
+    run_id = await occurrence(engine, pub, T0 + HOUR)
+    clock = ManualClock(T0)
+    mirror = service(engine, clock, "a")
+    [work] = await mirror.due()
+    await mirror.settle(work, "77", "scheduled")
+    assert await mirror.due() == []
+    newer = await published(engine, spec(title="Grand Pub Quiz"))
+    async with engine.begin() as conn:
+        await conn.execute(
+            sa.update(runs_sql.runs).where(runs_sql.runs.c.id == run_id).values(version_id=newer.version_id)
+        )
+    [edit] = await mirror.due()
+    assert (edit.desired.name, edit.external_id) == ("Grand Pub Quiz (eu)", "77")
+
+
+async def test_a_push_whose_process_died_is_taken_over_when_its_lease_runs_out(engine: AsyncEngine) -> None:
+    pub = await published(engine, spec())
+    run_id = await occurrence(engine, pub, T0 + HOUR)
+    clock = ManualClock(T0)
+    dead = service(engine, clock, "dead", lease_seconds=60)
+    [work] = await dead.due()  # claimed, then the process is gone
+    alive = service(engine, clock, "alive")
+    await alive.due()  # its start-up reconcile: the claim still holds
+    assert await alive.due() == []
+    clock.advance(61)
+    [taken] = await alive.due()
+    assert (taken.desired.run_id, taken.fresh, taken.external_id) == (run_id, False, None)
+    assert work.fresh, "the first claim knew no request had been made; the takeover must look first"
