@@ -228,7 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
         "runs",
         "list runs and their states",
         "List runs, newest first: id, event, scope, status, health, current phase, scheduled\n"
-        "time (UTC), live or rehearsal, and the last error. Shows runs in flight unless --all.",
+        "time (UTC), live or rehearsal, and the last error. Shows runs in flight unless --all.\n"
+        "A last line counts the runs only scheduled (not started yet) apart from those under way;\n"
+        "with nothing in flight, the next occurrence of the schedule is named (see `upcoming`).",
         cmd_runs,
     )
     runs.add_argument("--all", action="store_true", help="include finished runs")

@@ -27,8 +27,9 @@ from bot.cue_messages import mark_settled, settled_text
 from bot.errors import BotError, reply_to_error
 from bot.permissions import actor_of, admit
 from bot.starting import check_start, confirmed_scope
-from runner import views
+from runner import schedule, views
 from runner.controls import Control, ControlResult, Reason
+from runner.states import RunStatus
 
 START = {"capability": "start"}
 CONTROL = {"capability": "control"}
@@ -232,6 +233,9 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         choices = []
         for r in found:
             name = f"{r.id} · {r.title}{' (' + r.scope + ')' if r.scope else ''} — {r.status}"
+            if r.status == RunStatus.SCHEDULED:
+                # A choice is plain text (no Discord timestamp), so the time carries its zone.
+                name += f" for {schedule.shown(r.scheduled_for)}"
             if r.rehearsal:
                 name += " · rehearsal"
             if matches(current, name):

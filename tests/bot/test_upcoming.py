@@ -87,12 +87,19 @@ async def test_upcoming_lists_created_runs_by_id_then_those_to_come_as_discord_t
 
 
 async def test_a_cancelled_occurrence_is_no_longer_upcoming(sim: Sim) -> None:
-    """``/event cancel`` on a scheduled run: that day is gone from its scope's list (and not
-    computed again), the other scope keeps it."""
+    """``/event cancel`` on a scheduled run (offered by autocomplete with its time in UTC): that
+    day is gone from its scope's list (and not computed again), the other scope keeps it."""
     hour, days = daily_at(sim, 3)
     await sim.publish(quiz(hour))
     await sim.env.advance_time(2 * TICK)
     runs = await created_runs(sim)
+    day = days[0]
+    assert await sim.mod.autocomplete(sim.staff, "event cancel", "run", "eu") == [
+        {
+            "name": f"{runs['eu']} · Quiz night (eu) — scheduled for {day:%a} {day.day} {day:%b %Y %H}:00 UTC",
+            "value": runs["eu"],
+        }
+    ], "the run to cancel is offered with its time, and the time with its zone"
     cancelled = await sim.mod.slash(sim.staff, "event cancel", run=runs["eu"], reason="no quizmaster")
     assert_responded(cancelled, content=f"✅ run {runs['eu']} cancelled: no quizmaster", ephemeral=True)
 
