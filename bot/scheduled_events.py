@@ -265,8 +265,13 @@ class Mirror:
         return {"location": text} if event.entity_type is discord.EntityType.external else {}
 
     def _details_differ(self, event: discord.ScheduledEvent, desired: Desired) -> bool:
+        where = self._location_edit(event, desired)
+        moved = ("channel" in where and getattr(where["channel"], "id", None) != event.channel_id) or (
+            "location" in where and where["location"] != event.location
+        )
         return (
-            event.name != desired.name
+            moved
+            or event.name != desired.name
             or (event.description or None) != desired.description
             or event.start_time != _aware(desired.start)
             or event.end_time != _aware(desired.end)

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from bot.scheduled_events import Mirror, listing_status_line
 from runner.listings import ListingService
-from runner.schema import listings
+from runner.schema import listings, runs
 from runner.views import list_runs
 from tests.bot.conftest import TICK, Sim, make_config
 from tests.support.definitions import announce, cron, event, phase, wait
@@ -26,6 +26,7 @@ LEAD = 600  # the occurrence starts this many seconds after the test does
 async def listing_horizon(sim: Sim) -> None:
     """An hour's horizon, so only the first of the daily occurrences is listed; and a voice
     channel a definition can name as its location."""
+    assert sim.env.now().time() == dt.time(0, 0)
     sim.channels["lounge"] = sim.guild.create_voice_channel("Lounge")
     sim.config = make_config(sim.guild, sim.channels, sim.roles, discord_events={"horizon": "1h"})
     with sim.env.time_context():
@@ -33,8 +34,7 @@ async def listing_horizon(sim: Sim) -> None:
 
 
 def mirrored_spec(sim: Sim, **overrides: Any) -> dict[str, Any]:
-    # Daily, LEAD seconds after the simulation's start (midnight UTC).
-    assert sim.env.now().time() == dt.time(0, 0)
+    # Daily, LEAD seconds after the simulation's start (midnight UTC; see the fixture).
     spec = event(
         "quiz",
         phase("main", announce("Quiz time!"), wait(60), announce("Thanks for playing")),
@@ -214,3 +214,18 @@ async def test_an_event_deleted_in_discord_is_not_recreated(sim: Sim) -> None:
     assert len(created(sim)) == 1
     [row] = await listing_rows(sim)
     assert (row["external_id"], row["pushed_status"]) == (str(listed.id), "gone")
+
+
+async def test_a_new_version_of_the_event_edits_its_listed_entry(sim: Sim) -> None:
+    """A publish that re-points the occurrence at new text (done here by hand, as the publish's
+    re-pointing would) edits the Discord event in place: same event, new name and place."""
+    await sim.publish(mirrored_spec(sim))
+    await sim.env.advance_time(TICK * 2)
+    [listed] = events_of(sim)
+    newer = await sim.publish(mirrored_spec(sim, title="Grand Quiz", discord_event={"location": "The Attic"}))
+    async with sim.engine.begin() as conn:
+        await conn.execute(sa.update(runs).values(version_id=newer.version_id))
+    await sim.env.advance_time(TICK * 2)
+    assert (listed.name, listed.entity_metadata) == ("Grand Quiz", {"location": "The Attic"})
+    assert [e.id for e in events_of(sim)] == [listed.id]
+    assert len(sim.requests("PATCH", f"/guilds/{sim.guild.id}/scheduled-events/{listed.id}")) == 1
