@@ -15,7 +15,7 @@ from runner import catalog, views
 from runner import definitions as defs
 from runner.errors import UnknownDefinition
 from runner.schedule import Upcoming, next_occurrences, occurrences, shown
-from runner.schema import runs
+from runner.schema import runs, versions
 from tests.support.definitions import cron, event, phase, wait
 from tests.support.world import World
 
@@ -211,3 +211,24 @@ async def test_the_event_list_carries_each_events_next_occurrence_and_its_zone(w
     ]
     without = await views.list_definitions(world.engine, world.runner.versions)
     assert [d.next_at for d in without] == [None, None], "only asked for with now"
+
+
+async def test_an_unreadable_definition_is_listed_as_such_and_does_not_hide_the_others(world: World) -> None:
+    """A stored version today's rules refuse (edited by hand, or from an older format) has no
+    occurrences to show, since the runner leaves it alone; it is named with the reason, and every
+    other event is still listed."""
+    await catalog.publish(world.engine, quiz(), world.clock.now())
+    broken = await catalog.publish(world.engine, quiz(key="broken"), world.clock.now())
+    async with world.engine.begin() as conn:
+        await conn.execute(
+            sa.update(versions)
+            .where(versions.c.definition_id == broken.definition_id)
+            .values(spec={**quiz(key="broken").model_dump(mode="json"), "retired_field": 1})
+        )
+    fresh = catalog.VersionCache()
+    listed = await views.upcoming(world.engine, fresh, world.clock.now())
+    assert [(e.key, e.scheduled, bool(e.unreadable), e.next_at is None) for e in listed] == [
+        ("broken", False, True, True),
+        ("quiz-night", True, False, False),
+    ]
+    assert "retired_field" in (listed[0].unreadable or "")
