@@ -188,7 +188,9 @@ class Mirror:
         except discord.NotFound:
             return None
 
-    def _where(self, guild: discord.Guild, location: str) -> tuple[discord.abc.Snowflake | None, str]:
+    def _where(
+        self, guild: discord.Guild, location: str
+    ) -> tuple[discord.VoiceChannel | discord.StageChannel | None, str]:
         """A voice or stage channel the location names, or the text to show."""
         channel_id = self.bot.config.channel_id(location)
         channel = guild.get_channel(channel_id) if channel_id is not None else None
@@ -202,16 +204,11 @@ class Mirror:
         channel, text = self._where(guild, desired.location)
         self.requests += 1
         if channel is not None:
-            entity = (
-                discord.EntityType.stage_instance
-                if isinstance(channel, discord.StageChannel)
-                else discord.EntityType.voice
-            )
+            # discord.py picks the entity type (voice or stage) from the channel.
             return await guild.create_scheduled_event(
                 name=desired.name,
                 start_time=_aware(desired.start),
                 end_time=_aware(desired.end),
-                entity_type=entity,
                 channel=channel,
                 privacy_level=discord.PrivacyLevel.guild_only,
                 description=desired.description or "",
@@ -233,13 +230,7 @@ class Mirror:
         if event.status is _S.scheduled and desired.status is ListingStatus.SCHEDULED:
             if self._details_differ(event, desired):
                 self.requests += 1
-                event = await event.edit(
-                    name=desired.name,
-                    description=desired.description or "",
-                    start_time=_aware(desired.start),
-                    end_time=_aware(desired.end),
-                    **self._location_edit(event, desired),
-                )
+                event = await self._edit(event, desired)
             return event
         if desired.status is ListingStatus.SCHEDULED:
             return event  # it started by itself at its start time, ahead of the run: leave it
@@ -255,20 +246,30 @@ class Mirror:
         self.requests += 1
         return await event.end()
 
-    def _location_edit(self, event: discord.ScheduledEvent, desired: Desired) -> dict[str, object]:
-        guild = event.guild
-        if guild is None:
-            return {}
-        channel, text = self._where(guild, desired.location)
+    async def _edit(self, event: discord.ScheduledEvent, desired: Desired) -> discord.ScheduledEvent:
+        start, end = _aware(desired.start), _aware(desired.end)
+        description = desired.description or ""
+        channel, text = (
+            self._where(event.guild, desired.location) if event.guild else (None, desired.location)
+        )
         if channel is not None:
-            return {"channel": channel}
-        return {"location": text} if event.entity_type is discord.EntityType.external else {}
+            return await event.edit(
+                name=desired.name, description=description, start_time=start, end_time=end, channel=channel
+            )
+        return await event.edit(
+            name=desired.name,
+            description=description,
+            start_time=start,
+            end_time=end,
+            entity_type=discord.EntityType.external,
+            location=text,
+        )
 
     def _details_differ(self, event: discord.ScheduledEvent, desired: Desired) -> bool:
-        where = self._location_edit(event, desired)
-        moved = ("channel" in where and getattr(where["channel"], "id", None) != event.channel_id) or (
-            "location" in where and where["location"] != event.location
+        channel, text = (
+            self._where(event.guild, desired.location) if event.guild else (None, desired.location)
         )
+        moved = event.channel_id != channel.id if channel is not None else event.location != text
         return (
             moved
             or event.name != desired.name

@@ -158,7 +158,7 @@ HORIZON_MAX_SECONDS = 90 * 86400.0
 
 def _horizon(value: object) -> float:
     explained = "must be a duration such as 7d, 36h or 90m (at most 90d)"
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise ValueError(explained)
     try:
         seconds = duration_seconds(value)
