@@ -113,11 +113,17 @@ async def test_a_restart_mid_way_creates_no_second_event(sim: Sim) -> None:
     await sim.env.advance_time(TICK * 2)
     [listed] = events_of(sim)
     await sim.start_bot()  # a new process: only the database and Discord carry over
-    await sim.env.advance_time(LEAD + 90)
+    await sim.env.advance_time(LEAD + 20)
+    assert (await sim.run(await quiz_run_id(sim))).status == "running"
+    assert listed.status == 2
+    await sim.start_bot()  # and again, mid-run
+    await sim.env.advance_time(70)
     assert (await sim.run(await quiz_run_id(sim))).status == "completed"
     assert len(created(sim)) == 1
     assert [e.id for e in events_of(sim)] == [listed.id]
     assert listed.status == 3
+    edits = sim.requests("PATCH", f"/guilds/{sim.guild.id}/scheduled-events/{listed.id}")
+    assert [(e.json or {}).get("status") for e in edits] == [3], "ended once; Discord started it itself"
 
 
 async def test_a_process_that_died_after_the_create_is_adopted_not_repeated(
@@ -229,3 +235,20 @@ async def test_a_new_version_of_the_event_edits_its_listed_entry(sim: Sim) -> No
     assert (listed.name, listed.entity_metadata) == ("Grand Quiz", {"location": "The Attic"})
     assert [e.id for e in events_of(sim)] == [listed.id]
     assert len(sim.requests("PATCH", f"/guilds/{sim.guild.id}/scheduled-events/{listed.id}")) == 1
+
+
+async def test_the_event_is_started_with_the_run_when_discord_does_not_start_it(
+    sim: Sim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Discord may leave an event scheduled past its start time (it waits for its host): the
+    run's start starts it, and the run's end ends it, one request each."""
+    monkeypatch.setattr(sim.env.backend, "activate_due_scheduled_events", lambda: None)
+    await sim.publish(mirrored_spec(sim))
+    await sim.env.advance_time(TICK * 2)
+    [listed] = events_of(sim)
+    await sim.env.advance_time(LEAD + 20)
+    assert listed.status == 2
+    await sim.env.advance_time(70)
+    assert listed.status == 3
+    edits = sim.requests("PATCH", f"/guilds/{sim.guild.id}/scheduled-events/{listed.id}")
+    assert [(e.json or {}).get("status") for e in edits] == [2, 3]
