@@ -109,7 +109,7 @@ class Mirror:
             return interval
         for item in work:
             await self._push_guarded(guild, item)
-        return interval
+        return 0.0 if self.service.last.more else interval
 
     async def _preflight(self) -> None:
         if self.may_manage_events() is not False:

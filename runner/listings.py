@@ -66,6 +66,8 @@ STATUS_OF_RUN: dict[RunStatus, ListingStatus] = {
 # What a publisher stores when no request is worth making: the event was deleted in Discord
 # (never recreate it), or the occurrence was over before it could be listed.
 GONE = "gone"
+# Run-log lines one pass reads.
+LOG_PAGE = 1000
 SKIPPED = "skipped"
 
 
@@ -149,6 +151,8 @@ class PassReport:
     claimed: int = 0
     considered: int = 0
     queries: int = 0
+    # The run log had more lines than one pass reads: pass again at once.
+    more: bool = False
 
 
 @dataclass
@@ -160,7 +164,9 @@ class ListingService:
     horizon_seconds: float = 7 * 24 * 3600.0
     max_listed: int = 50
     mirror_by_default: bool = False
-    lease_seconds: float = 120.0
+    # Longer than any one push can take (discord.py waits out rate limits inside a request):
+    # a takeover while the holder is still creating would create a second event.
+    lease_seconds: float = 300.0
     retry_seconds: float = 300.0
     # Where the horizon scan resumes (None: from the first scheduled run).
     _scanned: dt.datetime | None = None
@@ -190,8 +196,9 @@ class ListingService:
                 report.queries += 1
             else:
                 changed = []
-            lines = await sql.run_changes(conn, self._cursor)
+            lines = await sql.run_changes(conn, self._cursor, LOG_PAGE)
             report.queries += 1
+            report.more = len(lines) >= LOG_PAGE
             if lines:
                 self._cursor = int(lines[-1]["id"])
             for line in lines:
