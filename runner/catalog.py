@@ -16,13 +16,15 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import definitions as defs
-from runner import history, lifecycle
+from runner import history, lifecycle, schedule
 from runner.definitions import REHEARSAL_KEY_PREFIX, EventDefinition
 from runner.errors import UnknownDefinition, UnreadableDefinition
 from runner.records import RunRecord, StepRecord
 from runner.sql import definitions as definitions_sql
+from runner.sql import reminders as reminders_sql
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
+from runner.states import RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +89,75 @@ async def publish(
             grace_seconds=definition.grace_seconds,
             now=now,
         )
+        if latest is not None:
+            current_definition = CurrentDefinition(definition_id, version_id, definition)
+            await _follow_new_version(conn, current_definition, number, now, as_actor(actor))
     return Published(definition.key, definition_id, version_id, number, changed=True)
+
+
+async def _follow_new_version(
+    conn: AsyncConnection,
+    current_definition: CurrentDefinition,
+    number: int,
+    now: dt.datetime,
+    actor: history.Actor | None,
+) -> None:
+    """In the publishing transaction: the definition's occurrences not yet started follow the
+    new version (what players were told, the reminders and the Discord listing all read the
+    run's version). One the new schedule no longer has is cancelled, saying why; the others are
+    re-pointed, with their never-claimed steps and reminders rebuilt from the new version."""
+    definition = current_definition.definition
+    scopes = set(definition.run_scopes())
+    for run in await runs_sql.upcoming_of_definition(conn, current_definition.definition_id, now):
+        moment = run.occurrence_at or run.scheduled_for
+        still = run.scope in scopes and moment in set(
+            schedule.occurrences(definition, moment - dt.timedelta(microseconds=1), moment)
+        )
+        if not still:
+            await lifecycle.move_run(
+                conn,
+                run.id,
+                RunStatus.SCHEDULED,
+                RunStatus.CANCELLED,
+                now,
+                actor=actor,
+                last_error=f"cancelled: not an occurrence of version {number} of the event",
+                cancel_open=True,
+                reason=f"version {number} no longer has this occurrence",
+            )
+            continue
+        await _repoint(conn, current_definition, run, number, now)
+
+
+async def _repoint(
+    conn: AsyncConnection,
+    current_definition: CurrentDefinition,
+    run: RunRecord,
+    number: int,
+    now: dt.datetime,
+) -> None:
+    definition = current_definition.definition
+    # The run row first, then its steps: the order every runner locks them in.
+    key = definition.concurrency_key_for(run.scope)
+    version_id = current_definition.version_id
+    if not await runs_sql.repoint(conn, run.id, version_id, key, run.scheduled_for, now):
+        return
+    await reminders_sql.drop_unclaimed(conn, run.id)
+    first = definition.phases[0]
+    await steps_sql.materialise_phase(conn, run.id, first.key, phase_step_specs(first), now)
+    await reminders_sql.materialise(conn, run.id, definition, run.scheduled_for, now)
+    # A reminder out for delivery when this was published is left to its runner; one handed
+    # back since, whose slot the new version lacks, is dropped as republished.
+    gone = await reminders_sql.pending_beyond(conn, run.id, len(definition.reminders))
+    for step_id in await reminders_sql.skip(conn, gone, "the event was republished without it", now):
+        await history.record(
+            conn, run.id, history.ReminderSkipped(history.ReminderSkip.REPUBLISHED), now, step_id=step_id
+        )
+    following = await reminders_sql.next_pending_due(conn, run.id)
+    if following is not None and following < run.scheduled_for:
+        await runs_sql.repoint(conn, run.id, version_id, key, following, now)
+    moved = history.RunRepointed(run.version_id, current_definition.version_id, number)
+    await history.record(conn, run.id, moved, now)
 
 
 class VersionCache:
@@ -101,6 +171,10 @@ class VersionCache:
     def __init__(self) -> None:
         self._by_version: dict[int, EventDefinition] = {}
         self._logged: dict[int, str] = {}
+
+    def cached(self, version_id: int) -> EventDefinition | None:
+        """The parsed version if this process already read it (no query)."""
+        return self._by_version.get(version_id)
 
     async def get(self, conn: AsyncConnection, version_id: int) -> EventDefinition:
         cached = self._by_version.get(version_id)
@@ -168,14 +242,16 @@ async def create_run(
     rehearsal: bool = False,
     manual: bool = False,
 ) -> int | None:
-    """One occurrence with its first phase's steps; ``None`` if the occurrence already exists.
-    A ``manual`` start is no occurrence of the schedule: it holds no occurrence key, so it is
-    always created (the caller refuses a second start of a scope in flight)."""
+    """One occurrence with its first phase's steps (and, for a scheduled occurrence, its
+    reminders); ``None`` if the occurrence already exists. A ``manual`` start is no occurrence
+    of the schedule: it holds no occurrence key, so it is always created (the caller refuses a
+    second start of a scope in flight), and it has no reminders, nor has a rehearsal."""
     definition = current_definition.definition
     key = definition.concurrency_key_for(scope)
     if rehearsal and key:
         # A rehearsal must never hold (or wait on) the key of the live event it imitates.
         key = REHEARSAL_KEY_PREFIX + key
+    reminded = bool(definition.reminders) and not (manual or rehearsal)
     run_id = await runs_sql.insert(
         conn,
         definition_id=current_definition.definition_id,
@@ -187,11 +263,15 @@ async def create_run(
         rehearsal=rehearsal,
         started_by=stored_name(actor),
         manual=manual,
+        # The one due query finds the run at its first reminder: no per-tick scan of reminders.
+        wake_at=reminders_sql.earliest_due(definition, scheduled_for) if reminded else None,
     )
     if run_id is None:
         return None
     first = definition.phases[0]
     await steps_sql.materialise_phase(conn, run_id, first.key, phase_step_specs(first), now)
+    if reminded:
+        await reminders_sql.materialise(conn, run_id, definition, scheduled_for, now)
     await _record_created(conn, run_id, current_definition, scope, scheduled_for, now, actor, rehearsal)
     return run_id
 

@@ -44,6 +44,7 @@ class Kind(enum.StrEnum):
     RUN_DEGRADED = "run.degraded"
     RUN_STALLED = "run.stalled"
     RUN_RECOVERED = "run.recovered"
+    RUN_REPOINTED = "run.repointed"
     PHASE_STARTED = "phase.started"
     PHASE_COMPLETED = "phase.completed"
     STEP_DONE = "step.done"
@@ -55,6 +56,9 @@ class Kind(enum.StrEnum):
     STEP_REQUEUED = "step.requeued"
     STEP_CONFIRMED = "step.confirmed"
     STEP_SKIPPED = "step.skipped"
+    REMINDER_SENT = "reminder.sent"
+    REMINDER_SKIPPED = "reminder.skipped"
+    REMINDER_FAILED = "reminder.failed"
 
 
 # ── Field codecs ──────────────────────────────────────────────────────────
@@ -222,6 +226,16 @@ class RunRecovered(Event):
 
 
 @dataclass(frozen=True)
+class RunRepointed(Event):
+    """A run not yet started follows a newly published version of its event."""
+
+    KIND: ClassVar[Kind] = Kind.RUN_REPOINTED
+    from_version_id: int
+    version_id: int
+    version: int
+
+
+@dataclass(frozen=True)
 class PhaseStarted(Event):
     KIND: ClassVar[Kind] = Kind.PHASE_STARTED
     phase: str
@@ -299,6 +313,45 @@ class StepSkipped(Event):
     note: str | None
 
 
+class ReminderSkip(enum.StrEnum):
+    """Why a reminder was not sent."""
+
+    # Its moment passed longer than the definition's grace ago (the bot was down): a "starts in
+    # 15 minutes" sent an hour late would be wrong, so it is never sent late.
+    LATE = "late"
+    # The occurrence started first: a reminder must not come after the start.
+    RUN_STARTED = "run started"
+    # A new version of the event no longer has this reminder.
+    REPUBLISHED = "republished"
+
+
+@dataclass(frozen=True)
+class ReminderSent(Event):
+    KIND: ClassVar[Kind] = Kind.REMINDER_SENT
+    # The lead before the start, in seconds, and the start it announced.
+    before: float
+    starts_at: dt.datetime
+    attempts: int
+    # How long after its moment it went out.
+    late_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class ReminderSkipped(Event):
+    KIND: ClassVar[Kind] = Kind.REMINDER_SKIPPED
+    reason: ReminderSkip
+    before: float | None = None
+    late_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class ReminderFailed(Event):
+    KIND: ClassVar[Kind] = Kind.REMINDER_FAILED
+    error: str
+    attempts: int
+    before: float | None = None
+
+
 _BY_KIND: dict[str, type[Event]] = {
     cls.KIND.value: cls
     for cls in (
@@ -308,6 +361,7 @@ _BY_KIND: dict[str, type[Event]] = {
         RunDegraded,
         RunStalled,
         RunRecovered,
+        RunRepointed,
         PhaseStarted,
         PhaseCompleted,
         StepDone,
@@ -319,6 +373,9 @@ _BY_KIND: dict[str, type[Event]] = {
         StepRequeued,
         StepConfirmed,
         StepSkipped,
+        ReminderSent,
+        ReminderSkipped,
+        ReminderFailed,
     )
 }
 assert set(_BY_KIND) == {kind.value for kind in Kind}, "every kind has exactly one event class"

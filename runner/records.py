@@ -90,10 +90,12 @@ class DueRun(_Record):
     id: int
     status: RunStatus
     concurrency_key: str | None
+    # A scheduled run due before this is due for its reminders, not for its start.
+    scheduled_for: dt.datetime | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> Self:
-        return cls(int(row["id"]), RunStatus(row["status"]), row["concurrency_key"])
+        return cls(int(row["id"]), RunStatus(row["status"]), row["concurrency_key"], row.get("scheduled_for"))
 
 
 @dataclass(frozen=True)

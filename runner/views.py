@@ -20,6 +20,7 @@ from runner.errors import UnknownDefinition, UnreadableDefinition
 from runner.history import Actor
 from runner.records import StepRecord
 from runner.sql import definitions as definitions_sql
+from runner.sql import reminders as reminders_sql
 from runner.sql import run_log
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
@@ -200,6 +201,9 @@ def _layout_of_rows(
     the phases it has entered, in the order it entered them, each labelled by its key."""
     by_phase: dict[str, dict[int, tuple[str | None, str]]] = {}
     for step in sorted(step_records, key=lambda s: s.id):
+        if step.phase == REMINDERS_PHASE:
+            # Reminders are no phase of the run (``reminders_of_run`` shows them).
+            continue
         by_phase.setdefault(step.phase, {})[step.seq] = (step.label, step.action_id)
     layout = []
     for phase_key, slots in by_phase.items():
@@ -520,3 +524,40 @@ async def log_after(engine: AsyncEngine, last_id: int, *, limit: int = 100) -> S
     """Run-log lines written after ``last_id``, oldest first (the staff-log poster's feed)."""
     async with engine.connect() as conn:
         return await history.entries_after(conn, last_id, limit)
+
+
+# ── Reminders (issue 11): shown beside a run's phases, never as one of them ─────
+
+
+@dataclass(frozen=True)
+class ReminderView:
+    id: int
+    seq: int
+    label: str
+    # When it is (or was) due, naive UTC.
+    due_at: dt.datetime | None
+    # pending, running (being sent), done (sent), skipped (late, or the event started first),
+    # failed, cancelled (with its run).
+    status: str
+    attempts: int
+    last_error: str | None
+    note: str | None
+
+
+async def reminders_of_run(engine: AsyncEngine, run_id: int) -> list[ReminderView]:
+    """A run's reminders, in the definition's order (none for a manual start or a rehearsal)."""
+    async with engine.connect() as conn:
+        rows = await reminders_sql.of_run(conn, run_id)
+    return [
+        ReminderView(
+            r.id,
+            r.seq,
+            r.label or f"reminder {r.seq + 1}",
+            r.due_at,
+            r.status,
+            r.attempts,
+            r.last_error,
+            r.note,
+        )
+        for r in rows
+    ]

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from runner.db import DATABASE_ERRORS, retry_on_conflict
 from runner.definitions import EventDefinition
 from runner.engine.core import Go, Lease, RunKey, RunnerBase, Stop, TickReport, Verdict, log
+from runner.engine.reminders import Reminding, skip_at_start
 from runner.engine.steps import Stepping
 from runner.history import RunBlocked, record
 from runner.lifecycle import Claim, move_run
@@ -27,7 +28,7 @@ from runner.sql import steps as steps_sql
 from runner.states import Health, RunStatus, StepStatus
 
 
-class Advancing(Stepping, RunnerBase):
+class Advancing(Reminding, Stepping, RunnerBase):
     async def _advance_due(self, report: TickReport) -> None:
         now = self.clock.now()
         async with self.engine.connect() as conn:
@@ -64,6 +65,8 @@ class Advancing(Stepping, RunnerBase):
         return False
 
     async def _advance(self, run: DueRun, report: TickReport) -> bool:
+        if self._is_reminder_visit(run, self.clock.now()):
+            return await self._visit_reminders(run, report)
         taken = await self._take(run)
         if taken is None:
             return False
@@ -139,7 +142,7 @@ class Advancing(Stepping, RunnerBase):
         # No savepoint: a refused statement does not abort the transaction on either backend,
         # and a deadlock (which does) would take the savepoint with it.
         try:
-            return await move_run(conn, due.id, RunStatus.SCHEDULED, RunStatus.STARTING, now, claim=claim)
+            started = await move_run(conn, due.id, RunStatus.SCHEDULED, RunStatus.STARTING, now, claim=claim)
         except sa_exc.IntegrityError:
             # Another runner started a holder of the same key between our check and our claim;
             # the slot's unique index refused us.
@@ -147,6 +150,9 @@ class Advancing(Stepping, RunnerBase):
             if holder is not None:
                 await self._blocked(conn, due, int(holder["id"]), now)
             return False
+        if started:
+            await skip_at_start(conn, due.id, now)
+        return started
 
     async def _blocked(self, conn: AsyncConnection, due: DueRun, holder_id: int, now: dt.datetime) -> None:
         key = due.concurrency_key or ""

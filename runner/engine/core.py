@@ -45,6 +45,11 @@ class RunnerSettings:
     concurrent_runs: int = 16
     due_batch: int = 1000
     lookahead_seconds: float = 24 * 3600
+    # How far ahead the Discord mirror lists occurrences (the bot sets it from its config), and
+    # whether an event that says nothing is mirrored: a mirrored definition's runs are created
+    # at least this far ahead, so the mirror has runs to list.
+    listing_horizon_seconds: float = 0.0
+    list_by_default: bool = False
     lookback_seconds: float = 7 * 24 * 3600
     # A run waiting on a concurrency key is woken when the holder ends. The recheck bounds the
     # one race that wake can miss (blocked by a holder that ended a moment before the mark was

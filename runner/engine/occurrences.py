@@ -26,14 +26,17 @@ _TICK = dt.timedelta(microseconds=1)
 class Materialising(RunnerBase):
     async def _materialise(self, report: TickReport) -> None:
         now = self.clock.now()
-        until = now + dt.timedelta(seconds=self.settings.lookahead_seconds)
-        refresh_before = now + dt.timedelta(seconds=self.settings.lookahead_seconds / 2)
         async with self.engine.connect() as conn:
             rows = await definitions_sql.list_all(conn)
         for row in rows:
-            if row["materialised_until"] is not None and row["materialised_until"] > refresh_before:
-                continue
             try:
+                ahead = await self._horizon(row)
+                until = now + dt.timedelta(seconds=ahead)
+                # Refreshed once less than the horizon minus half the lookahead is covered: with
+                # a reminder lead in the horizon, every reminder's run exists before its moment.
+                refresh_before = until - dt.timedelta(seconds=self.settings.lookahead_seconds / 2)
+                if row["materialised_until"] is not None and row["materialised_until"] > refresh_before:
+                    continue
                 report.materialised += await self._materialise_definition(row, now, until)
             except DATABASE_ERRORS:
                 raise
@@ -42,6 +45,24 @@ class Materialising(RunnerBase):
                 report.errors.append(f"definition {row['key']}: {exc!r}")
                 if self._first_time(DefinitionKey(int(row["id"])), exc):
                     log.exception("definition %s: cannot materialise its occurrences", row["key"])
+
+    async def _horizon(self, row: sa.RowMapping) -> float:
+        """How far ahead this definition's occurrences are created: the lookahead, further for a
+        reminder's lead (its run must exist before the reminder is due) and for the Discord
+        mirror's listing horizon. Read from the version cache: no query once cached."""
+        ahead = self.settings.lookahead_seconds
+        if row["current_version_id"] is None:
+            return ahead
+        version_id = int(row["current_version_id"])
+        definition = self.versions.cached(version_id)
+        if definition is None:
+            async with self.engine.connect() as conn:
+                definition = await self.versions.get(conn, version_id)
+        if definition.reminders:
+            ahead = max(ahead, definition.longest_reminder_lead() + ahead / 2)
+        if definition.discord_event_settings(self.settings.list_by_default) is not None:
+            ahead = max(ahead, self.settings.listing_horizon_seconds)
+        return ahead
 
     @retry_on_conflict
     async def _materialise_definition(self, row: sa.RowMapping, now: dt.datetime, until: dt.datetime) -> int:

@@ -14,8 +14,13 @@ from collections.abc import Callable, Sequence
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import retry_on_conflict
+from runner.definitions import REMINDERS_PHASE
 from runner.engine.core import RunnerBase, TickReport
+from runner.engine.reminders import STARTED_NOTE
 from runner.history import (
+    ReminderFailed,
+    ReminderSkip,
+    ReminderSkipped,
     RunStalled,
     StallReason,
     StepCancelled,
@@ -24,10 +29,11 @@ from runner.history import (
     record,
 )
 from runner.records import StaleStep, StepRecord
+from runner.sql import reminders as reminders_sql
 from runner.sql import run_health as health_sql
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
-from runner.states import Health, StepStatus
+from runner.states import Health, RunStatus, StepStatus
 
 
 class Reclaiming(RunnerBase):
@@ -61,6 +67,10 @@ class Reclaiming(RunnerBase):
             step = await steps_sql.get(conn, was.id)
             if step is None:
                 continue
+            if step.phase == REMINDERS_PHASE:
+                await self._reminder_reclaimed(conn, step, was.attempts, now)
+                await runs_sql.nudge(conn, step.run_id, now)
+                continue
             if step.status is StepStatus.FAILED and was.attempts >= self.settings.max_attempts:
                 await self._gave_up(conn, step, now)
             elif step.status is StepStatus.CANCELLED:
@@ -68,6 +78,25 @@ class Reclaiming(RunnerBase):
             elif step.status is StepStatus.PENDING:
                 await self._handed_back(conn, step, now)
             await runs_sql.nudge(conn, step.run_id, now)
+
+    async def _reminder_reclaimed(
+        self, conn: AsyncConnection, step: StepRecord, attempts_before: int, now: dt.datetime
+    ) -> None:
+        """A reminder's runner died: its failure never acts on the run (no ``on_failure``, no
+        stall), and one handed back after its run started is skipped, never sent after the start."""
+        if step.status is StepStatus.FAILED and attempts_before >= self.settings.max_attempts:
+            await record(
+                conn, step.run_id, ReminderFailed(steps_sql.GAVE_UP, step.attempts), now, step_id=step.id
+            )
+        elif step.status is StepStatus.CANCELLED:
+            await record(conn, step.run_id, StepCancelled(reason="run ended"), now, step_id=step.id)
+        elif step.status is StepStatus.PENDING:
+            await record(conn, step.run_id, StepReclaimed(step.attempts), now, step_id=step.id)
+            run = await runs_sql.get(conn, step.run_id)
+            if run is not None and run.status is not RunStatus.SCHEDULED:
+                if await reminders_sql.skip(conn, [step.id], STARTED_NOTE, now):
+                    skipped = ReminderSkipped(ReminderSkip.RUN_STARTED)
+                    await record(conn, step.run_id, skipped, now, step_id=step.id)
 
     async def _gave_up(self, conn: AsyncConnection, step: StepRecord, now: dt.datetime) -> None:
         await record(conn, step.run_id, StepFailed(steps_sql.GAVE_UP), now, step_id=step.id)

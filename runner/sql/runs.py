@@ -36,9 +36,11 @@ async def insert(
     rehearsal: bool = False,
     started_by: str | None = None,
     manual: bool = False,
+    wake_at: dt.datetime | None = None,
 ) -> int | None:
     """Create one occurrence; ``None`` when ``uq_evrun_occurrence`` already holds it. A
-    ``manual`` run (started by hand) is no occurrence: it holds no key and never collides."""
+    ``manual`` run (started by hand) is no occurrence: it holds no key and never collides.
+    ``wake_at``: its first wake when that comes before its start (its first reminder)."""
     result = await conn.execute(
         insert_ignore(conn, runs).values(
             definition_id=definition_id,
@@ -49,7 +51,7 @@ async def insert(
             concurrency_key=concurrency_key,
             rehearsal=rehearsal,
             started_by=started_by,
-            wake_at=scheduled_for,
+            wake_at=scheduled_for if wake_at is None else min(wake_at, scheduled_for),
             created_at=now,
             updated_at=now,
         )
@@ -312,12 +314,12 @@ async def find_due(conn: AsyncConnection, now: dt.datetime, limit: int) -> list[
     ended ones) are never visited. The status is checked here, not in SQL: a status condition
     lets SQLite's planner (without statistics) prefer ``idx_evrun_due`` and walk every waiting
     and parked run. ``wake_at`` is only ever non-NULL on a tickable run, so the check is a guard.
+    A scheduled run may be due before its start: its wake is then its next reminder's moment.
     """
     query = (
-        sa.select(runs.c.id, runs.c.status, runs.c.concurrency_key)
+        sa.select(runs.c.id, runs.c.status, runs.c.concurrency_key, runs.c.scheduled_for)
         .where(
             runs.c.wake_at <= now,
-            runs.c.scheduled_for <= now,
             sa.or_(runs.c.claim_expires_at.is_(None), runs.c.claim_expires_at < now),
         )
         .order_by(runs.c.wake_at, runs.c.id)
@@ -475,3 +477,46 @@ async def scheduled_of_definitions(
     if definition_ids is not None:
         query = query.where(runs.c.definition_id.in_(list(definition_ids)))
     return (await conn.execute(query)).mappings().all()
+
+
+async def upcoming_of_definition(
+    conn: AsyncConnection, definition_id: int, now: dt.datetime
+) -> list[RunRecord]:
+    """A definition's occurrences not yet started: ``scheduled``, starting after ``now``, live
+    (not rehearsals) and of the schedule (not manual). What a new version re-points."""
+    query = (
+        sa.select(runs)
+        .where(
+            runs.c.definition_id == definition_id,
+            runs.c.status == RunStatus.SCHEDULED,
+            runs.c.scheduled_for > now,
+            runs.c.rehearsal.is_(False),
+            runs.c.occurrence_at.is_not(None),
+        )
+        .order_by(runs.c.scheduled_for, runs.c.id)
+    )
+    return [RunRecord.from_row(row) for row in (await conn.execute(query)).mappings().all()]
+
+
+async def repoint(
+    conn: AsyncConnection,
+    run_id: int,
+    version_id: int,
+    concurrency_key: str | None,
+    wake_at: dt.datetime,
+    now: dt.datetime,
+) -> bool:
+    """A scheduled run follows a new version: its version, its key and its wake (a nudge, so a
+    reminder visit under way cannot write back the wake it worked out from the old version)."""
+    result = await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id, runs.c.status == RunStatus.SCHEDULED)
+        .values(
+            version_id=version_id,
+            concurrency_key=concurrency_key,
+            wake_at=wake_at,
+            nudges=runs.c.nudges + 1,
+            updated_at=now,
+        )
+    )
+    return result.rowcount == 1

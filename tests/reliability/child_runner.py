@@ -54,6 +54,8 @@ from tests.support.actions import build_action
 ANNOUNCE = "rel.announce"
 WAIT = "rel.wait"
 CUE = "rel.cue"
+# A reminder's action is fixed (``runner.definitions.REMINDER_ACTION``): this journals it too.
+REMINDER = "discord.announce"
 
 
 class Journal:
@@ -85,6 +87,10 @@ class WaitParams(BaseModel):
 class CueParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     text: str = ""
+
+
+class ReminderParams(BaseModel):
+    model_config = ConfigDict(extra="allow")
 
 
 def build_registry(journal: Journal, probe: AsyncEngine, args: argparse.Namespace) -> ActionRegistry:
@@ -148,6 +154,15 @@ def build_registry(journal: Journal, probe: AsyncEngine, args: argparse.Namespac
         journal.write("end", at=utcnow().isoformat(), **ids(envelope, CUE))
         return {"ok": True, "await": "human"}
 
+    async def remind(envelope: Envelope, params: BaseModel) -> dict[str, Any]:
+        # ``--reminder-hang``: the claim is committed and the dispatch begun, the delivery not
+        # yet made, for as long as the parent needs to kill the process right there.
+        await begin(envelope, REMINDER)
+        await asyncio.sleep(args.reminder_hang)
+        journal.write("deliver", at=utcnow().isoformat(), **ids(envelope, REMINDER))
+        journal.write("end", at=utcnow().isoformat(), **ids(envelope, REMINDER))
+        return {"ok": True}
+
     def action(action_id: str, model: type[BaseModel], perform: Any) -> Action:
         return build_action(action_id, perform, budget_ms=args.budget_ms, params_model=model)
 
@@ -158,6 +173,7 @@ def build_registry(journal: Journal, probe: AsyncEngine, args: argparse.Namespac
             action(ANNOUNCE, AnnounceParams, announce),
             action(WAIT, WaitParams, wait),
             action(CUE, CueParams, cue),
+            action(REMINDER, ReminderParams, remind),
         ],
     )
     return registry
@@ -178,6 +194,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--steps-per-tick", type=int, default=25)
     parser.add_argument("--interval", type=float, default=0.2, help="the loop's longest sleep")
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument(
+        "--reminder-hang", type=float, default=0.0, help="a reminder waits this before delivering"
+    )
     return parser.parse_args(argv)
 
 

@@ -393,7 +393,14 @@ def _check_run(
     else:
         if status not in RUN_REACH[old["status"]]:
             yield f"{where} moved {old['status']} -> {status}, not an edge of the model"
-        if old["version_id"] != run["version_id"] or old["scheduled_for"] != run["scheduled_for"]:
+        # Issue 11: a publish re-points an occurrence not yet started (scheduled, its moment
+        # after the publish) to the new version, the one now in force at its moment.
+        follows = old["status"] == "scheduled" and run["version_id"] == versions.in_force(
+            run["definition_id"], run["scheduled_for"]
+        )
+        if old["scheduled_for"] != run["scheduled_for"] or (
+            old["version_id"] != run["version_id"] and not follows
+        ):
             yield f"{where} changed its version or its occurrence"
     if run["claimed_by"] is not None and run["claimed_by"] not in ledger.dead_owners:
         yield f"{where} is still leased by {run['claimed_by']} after its tick finished"
