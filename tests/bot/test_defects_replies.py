@@ -168,8 +168,11 @@ def test_defect_04_cli_runs_names_a_run_whose_definition_is_unreadable(
     bad_run = asyncio.run(setup())
     capsys.readouterr()
     assert main(["runs", "--database", url]) == 0
-    header, *rows = capsys.readouterr().out.splitlines()
+    header, *lines = capsys.readouterr().out.splitlines()
     assert header.split()[:2] == ["ID", "EVENT"]
+    # The last line counts them (scheduled apart from under way); the rows are the rest.
+    *rows, summary = lines
+    assert summary.startswith("2 runs: 2 scheduled")
     by_id = {row.split()[0]: row for row in rows}
     assert set(by_id) == {"1", str(bad_run)}
     assert f"definition unreadable: {REASON}"[:60] in by_id[str(bad_run)]
