@@ -306,7 +306,8 @@ async def listing_status_line(bot: EventBot) -> str | None:
     )
     if not keys:
         return None
-    return f"⚠️ Events tab: {MANAGE_EVENTS_MISSING} (mirrored: {', '.join(keys)})."
+    named = ", ".join(keys[:10]) + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
+    return f"⚠️ Events tab: {MANAGE_EVENTS_MISSING} (mirrored: {named})."[:1900]
 
 
 def listing_problems(bot: EventBot, definition: object) -> list[Problem]:

@@ -26,6 +26,7 @@ from bot.app import EventBot
 from bot.cue_messages import mark_settled, settled_text
 from bot.errors import BotError, reply_to_error
 from bot.permissions import actor_of, admit
+from bot.scheduled_events import listing_status_line
 from bot.starting import check_start, confirmed_scope
 from runner import schedule, views
 from runner.controls import Control, ControlResult, Reason
@@ -270,18 +271,20 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
     async def status(self, interaction: discord.Interaction, run: int | None = None) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         services = self.bot.services
+        # What the bot cannot do for the runs, said above whichever status is shown.
+        warning = await listing_status_line(self.bot)
         if run is None:
             in_flight = await views.list_runs(
                 services.engine, in_flight_only=True, versions=services.versions
             )
             if len(in_flight) != 1:
-                await reply(interaction, embed=rendering.runs_embed(in_flight))
+                await reply(interaction, warning, embed=rendering.runs_embed(in_flight))
                 return
             run = in_flight[0].id
         found = await views.run_view(services.engine, run, services.versions)
         if found is None:
             raise BotError(f"There is no run {run}.")
-        await reply(interaction, embed=rendering.status_embed(found))
+        await reply(interaction, warning, embed=rendering.status_embed(found))
 
     @status.autocomplete("run")
     async def _any_runs(

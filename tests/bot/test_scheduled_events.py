@@ -188,6 +188,8 @@ async def test_a_missing_manage_events_permission_is_reported_and_the_run_still_
     await sim.env.advance_time(TICK * 2)
     line = await listing_status_line(sim.bot)
     assert line is not None and "Manage Events" in line and "quiz" in line
+    status = await sim.mod.slash(sim.staff, "event status")
+    assert status.response.content == line, "/event status says so above its embed"
     await sim.env.advance_time(LEAD + 90)
     assert (await sim.run(await quiz_run_id(sim))).status == "completed"
     assert created(sim) == []
