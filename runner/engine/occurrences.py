@@ -56,8 +56,12 @@ class Materialising(RunnerBase):
         version_id = int(row["current_version_id"])
         definition = self.versions.cached(version_id)
         if definition is None:
-            async with self.engine.connect() as conn:
-                definition = await self.versions.get(conn, version_id)
+            try:
+                async with self.engine.connect() as conn:
+                    definition = await self.versions.get(conn, version_id)
+            except UnreadableDefinition:
+                # Worked out (and reported, once) by the materialise itself when it is due.
+                return ahead
         if definition.reminders:
             ahead = max(ahead, definition.longest_reminder_lead() + ahead / 2)
         if definition.discord_event_settings(self.settings.list_by_default) is not None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from runner import catalog
+from runner import catalog, views
 from runner.definitions import REMINDER_ACTION, REMINDERS_PHASE
 from runner.engine import RunnerSettings
 from runner.schema import definitions, runs
@@ -380,3 +380,21 @@ async def test_a_started_run_keeps_its_version_when_a_new_one_is_published(world
     assert (await world.run(run_id))["status"] == "running"
     await world.publish(nightly(reminders=[reminder("30m", "half an hour")]))
     assert (await world.run(run_id))["version_id"] == first.version_id
+
+
+async def test_a_runs_reminders_are_shown_beside_its_phases_not_as_one(world: World) -> None:
+    """The run view's phases are the definition's only (so "phase N of M" never counts the
+    reminders); ``reminders_of_run`` lists them with their moments and what became of them."""
+    setup(world)
+    await world.publish(nightly(grace_seconds=600))
+    await world.tick(T0)
+    run_id = await first_run(world)
+    await world.tick(START - 40 * MINUTE)
+    view = await views.run_view(world.engine, run_id, world.runner.versions)
+    assert view is not None and [p.key for p in view.phases] == ["main"]
+    shown = await views.reminders_of_run(world.engine, run_id)
+    assert [(r.label, r.due_at, r.status) for r in shown] == [
+        ("Reminder, 1h before", START - HOUR, "skipped"),
+        ("Reminder, 15m before", START - 15 * MINUTE, "pending"),
+    ]
+    assert shown[0].note is not None and "late" in shown[0].note
