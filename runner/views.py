@@ -19,6 +19,7 @@ from runner.definitions import REMINDERS_PHASE, EventDefinition, ManualSchedule,
 from runner.errors import UnknownDefinition, UnreadableDefinition
 from runner.history import Actor
 from runner.records import StepRecord
+from runner.schedule import ScopeUpcoming
 from runner.sql import definitions as definitions_sql
 from runner.sql import reminders as reminders_sql
 from runner.sql import run_log
@@ -348,7 +349,7 @@ class UpcomingEvent:
     scheduled: bool
     # Its reminders' lead times, as authors write them (``1h``, ``15m``), longest first.
     reminders: list[str]
-    scopes: list[schedule.ScopeUpcoming]
+    scopes: list[ScopeUpcoming]
     unreadable: str | None = None
 
     @property
