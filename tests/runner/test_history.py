@@ -81,9 +81,9 @@ def test_a_line_with_no_detail_reads() -> None:
 
 
 def test_every_kind_has_one_event_class() -> None:
-    from runner import history
+    from runner.history import events
 
-    assert {cls.KIND for cls in history._BY_KIND.values()} == set(Kind)
+    assert {cls.KIND for cls in events._BY_KIND.values()} == set(Kind)
 
 
 async def test_record_and_the_reader_round_trip_the_actor_and_the_event(world: World) -> None:

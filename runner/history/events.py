@@ -1,30 +1,22 @@
-"""The run log: every kind of line defined once, written by ``record``, read by one reader.
+"""What a run-log line can say: every kind, once, as a frozen dataclass of its detail fields.
 
-Each kind is a frozen dataclass whose fields are the line's ``detail`` keys, so a writer cannot
-misspell a key and every front end (the staff log, ``/event status``, ``runs``, the rehearsal
-transcript) reads the same typed ``Entry``. The stored JSON keeps the shape it always had (a
-field ``from_`` is stored as ``from``; a field that defaults to ``None`` is left out when unset),
-so lines written before this module existed read back as the same events.
-
-History is forever: a line whose kind or fields this code no longer knows reads as a
+A field's stored key and codec are worked out from its annotation; the stored JSON keeps the
+shape it always had (a field ``from_`` is stored as ``from``; a field that defaults to ``None``
+is left out when unset), so lines written before these classes existed read back as the same
+events. History is forever: a line whose kind or fields this code no longer knows reads as a
 ``GenericEvent`` carrying what was stored, never as an error.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import dataclasses
 import datetime as dt
 import enum
 import typing
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
-from runner.sql import run_log as run_log_sql
 from runner.states import Health, RunStatus
 
 
@@ -393,138 +385,3 @@ def parse_event(kind: str, detail: Mapping[str, Any] | None) -> Event:
         return cls.from_detail(stored_detail)
     except (KeyError, TypeError, ValueError):
         return GenericEvent(kind, stored_detail)
-
-
-def _actor_of(row: Mapping[Any, Any]) -> Actor | None:
-    name = row.get("actor_name")
-    if name is None:
-        return None
-    return Actor(None if row.get("actor_id") is None else str(row["actor_id"]), str(name))
-
-
-# ── Writing ───────────────────────────────────────────────────────────────
-
-
-async def record(
-    conn: AsyncConnection,
-    run_id: int,
-    event: Event,
-    at: dt.datetime,
-    *,
-    step_id: int | None = None,
-    actor: Actor | None = None,
-) -> None:
-    """Write one line (or, inside ``written_together``, queue it for that block's one INSERT).
-    Run status lines come from ``lifecycle.move_run``, never from here."""
-    row = run_log_sql.line(
-        run_id,
-        event.kind,
-        at,
-        step_id=step_id,
-        actor_id=actor.id if actor else None,
-        actor_name=actor.name if actor else None,
-        detail=event.detail(),
-    )
-    batch = _batch.get()
-    if batch is not None and batch.conn is conn:
-        batch.rows.append(row)
-        return
-    await run_log_sql.write_many(conn, [row])
-
-
-@dataclass
-class LineBatch:
-    """The lines a ``written_together`` block has queued so far."""
-
-    conn: AsyncConnection
-    rows: list[dict[str, Any]]
-
-    def mark(self) -> int:
-        return len(self.rows)
-
-    def drop_since(self, mark: int) -> None:
-        """Forget the lines queued after ``mark``: the move they told of was refused, and the
-        rest of the transaction (a step's settle) still commits."""
-        del self.rows[mark:]
-
-
-_batch: contextvars.ContextVar[LineBatch | None] = contextvars.ContextVar(
-    "runner_history_batch", default=None
-)
-
-
-@contextlib.asynccontextmanager
-async def written_together(conn: AsyncConnection) -> AsyncIterator[LineBatch]:
-    """Every line ``record`` writes on ``conn`` inside the block goes out as one INSERT when the
-    block ends, still in the caller's transaction: a step's settle, a phase boundary and a run's
-    end cost one statement for the log, not one per line. Nothing in the block may read lines it
-    wrote (none of the engine's transactions does); on an error nothing is written, and the
-    transaction is rolled back anyway."""
-    batch = LineBatch(conn, [])
-    token = _batch.set(batch)
-    try:
-        yield batch
-    finally:
-        _batch.reset(token)
-    await run_log_sql.write_many(conn, batch.rows)
-
-
-# ── Reading ───────────────────────────────────────────────────────────────
-
-
-@dataclass(frozen=True)
-class Entry:
-    id: int
-    run_id: int
-    step_id: int | None
-    at: dt.datetime
-    actor: Actor | None
-    kind: str
-    event: Event
-
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> Entry:
-        return cls(
-            id=int(row["id"]),
-            run_id=int(row["run_id"]),
-            step_id=None if row["step_id"] is None else int(row["step_id"]),
-            at=row["at"],
-            actor=_actor_of(row),
-            kind=str(row["kind"]),
-            event=parse_event(str(row["kind"]), row["detail"]),
-        )
-
-    @property
-    def detail(self) -> dict[str, Any]:
-        """The stored detail, for readers that want the raw keys."""
-        return self.event.detail()
-
-
-async def entries_for_run(conn: AsyncConnection, run_id: int) -> Sequence[Entry]:
-    return [Entry.from_row(row) for row in await run_log_sql.for_run(conn, run_id)]
-
-
-async def entries_after(conn: AsyncConnection, last_id: int, limit: int = 100) -> Sequence[Entry]:
-    return [Entry.from_row(row) for row in await run_log_sql.after(conn, last_id, limit)]
-
-
-@dataclass(frozen=True)
-class RunEnding:
-    """How a run came to an end, for a front end to word: the status it ended in, who ended it
-    when a person did, and why (a cancel's reason, a failure's error). Front ends name the
-    person their own way (a mention in Discord), which is why this is data and not a sentence."""
-
-    status: str
-    by: Actor | None = None
-    why: str | None = None
-
-
-async def how_run_ended(conn: AsyncConnection, run_id: int, status: str, last_error: str | None) -> RunEnding:
-    """The run's last ``run.status`` line says who moved it and why; a run whose history lacks
-    that line (or predates the fields) still has its ``last_error``."""
-    row = await run_log_sql.latest_of_kind(conn, run_id, Kind.RUN_STATUS)
-    entry = Entry.from_row(row) if row is not None else None
-    if entry is None or not isinstance(entry.event, RunStatusChanged) or entry.event.to != status:
-        return RunEnding(status, why=last_error)
-    event = entry.event
-    return RunEnding(status, by=entry.actor, why=event.reason or event.error or last_error)

@@ -1,0 +1,89 @@
+"""The run log: every kind of line defined once, written by ``record``, read by one reader.
+
+Each kind is a frozen dataclass whose fields are the line's ``detail`` keys, so a writer cannot
+misspell a key and every front end (the staff log, ``/event status``, ``runs``, the rehearsal
+transcript) reads the same typed ``Entry``. The package is cut by role, and this module is its
+public face (importers name ``runner.history``, not the parts):
+
+- ``events``: what a line can say (``Actor``, ``Kind``, one dataclass per kind, ``parse_event``);
+- ``writer``: ``record``, ``written_together`` and its ``LineBatch``;
+- ``reader``: ``Entry``, ``entries_for_run``, ``entries_after``, ``how_run_ended``.
+"""
+
+from runner.history.events import (
+    Actor,
+    Event,
+    GenericEvent,
+    Kind,
+    PhaseCompleted,
+    PhaseStarted,
+    ReminderFailed,
+    ReminderSent,
+    ReminderSkip,
+    ReminderSkipped,
+    RunBlocked,
+    RunCreated,
+    RunDegraded,
+    RunRecovered,
+    RunRepointed,
+    RunStalled,
+    RunStatusChanged,
+    StallReason,
+    StepCancelled,
+    StepConfirmed,
+    StepDone,
+    StepFailed,
+    StepParked,
+    StepReclaimed,
+    StepRequeued,
+    StepRetry,
+    StepSkipped,
+    parse_event,
+)
+from runner.history.reader import (
+    Entry,
+    RunEnding,
+    entries_after,
+    entries_for_run,
+    how_run_ended,
+)
+from runner.history.writer import LineBatch, record, written_together
+
+__all__ = [
+    "Actor",
+    "Entry",
+    "Event",
+    "GenericEvent",
+    "Kind",
+    "LineBatch",
+    "PhaseCompleted",
+    "PhaseStarted",
+    "ReminderFailed",
+    "ReminderSent",
+    "ReminderSkip",
+    "ReminderSkipped",
+    "RunBlocked",
+    "RunCreated",
+    "RunDegraded",
+    "RunEnding",
+    "RunRecovered",
+    "RunRepointed",
+    "RunStalled",
+    "RunStatusChanged",
+    "StallReason",
+    "StepCancelled",
+    "StepConfirmed",
+    "StepDone",
+    "StepFailed",
+    "StepParked",
+    "StepReclaimed",
+    "StepRequeued",
+    "StepRetry",
+    "StepSkipped",
+    "entries_after",
+    "entries_for_run",
+    "how_run_ended",
+    "parse_event",
+    "record",
+    "written_together",
+]
