@@ -1,0 +1,52 @@
+"""Read-only projections for front ends: a run's status, lists of runs and events, a step's context.
+
+Front ends render these; they never query the tables themselves. The package is cut by what is
+read, and this module is its public face (front ends name ``runner.views``, not the parts):
+
+- ``runs``: a run's status view (``RunView``, its phases and steps), the list of runs, its reminders;
+- ``definitions``: the published events' listing, the schedule people read (``upcoming``), and
+  the current definition a start preflights;
+- ``step_context``: ``step_describer``, where a step sits, for the text of its messages;
+- ``log``: a run's history and the run-log feed (``log_for_run``, ``latest_log_id``, ``log_after``).
+"""
+
+from runner.views.definitions import (
+    DefinitionSummary,
+    UpcomingEvent,
+    current_definition,
+    list_definitions,
+    upcoming,
+)
+from runner.views.log import latest_log_id, log_after, log_for_run
+from runner.views.runs import (
+    PhaseView,
+    ReminderView,
+    RunSummary,
+    RunView,
+    StepView,
+    list_runs,
+    reminders_of_run,
+    run_view,
+)
+from runner.views.step_context import StepContext, step_describer
+
+__all__ = [
+    "DefinitionSummary",
+    "PhaseView",
+    "ReminderView",
+    "RunSummary",
+    "RunView",
+    "StepContext",
+    "StepView",
+    "UpcomingEvent",
+    "current_definition",
+    "latest_log_id",
+    "list_definitions",
+    "list_runs",
+    "log_after",
+    "log_for_run",
+    "reminders_of_run",
+    "run_view",
+    "step_describer",
+    "upcoming",
+]
