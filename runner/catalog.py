@@ -22,6 +22,7 @@ from runner.errors import UnknownDefinition, UnreadableDefinition
 from runner.records import RunRecord, StepRecord
 from runner.sql import definitions as definitions_sql
 from runner.sql import reminders as reminders_sql
+from runner.sql import run_occurrences
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
 from runner.states import RunStatus
@@ -108,7 +109,7 @@ async def _follow_new_version(
     re-pointed, with their never-claimed steps and reminders rebuilt from the new version."""
     definition = current_definition.definition
     scopes = set(definition.run_scopes())
-    for run in await runs_sql.upcoming_of_definition(conn, current_definition.definition_id, now):
+    for run in await run_occurrences.upcoming_of_definition(conn, current_definition.definition_id, now):
         moment = run.occurrence_at or run.scheduled_for
         still = run.scope in scopes and moment in set(
             schedule.occurrences(definition, moment - dt.timedelta(microseconds=1), moment)
@@ -140,7 +141,7 @@ async def _repoint(
     # The run row first, then its steps: the order every runner locks them in.
     key = definition.concurrency_key_for(run.scope)
     version_id = current_definition.version_id
-    if not await runs_sql.repoint(conn, run.id, version_id, key, run.scheduled_for, now):
+    if not await run_occurrences.repoint(conn, run.id, version_id, key, run.scheduled_for, now):
         return
     await reminders_sql.drop_unclaimed(conn, run.id)
     first = definition.phases[0]
@@ -155,7 +156,7 @@ async def _repoint(
         )
     following = await reminders_sql.next_pending_due(conn, run.id)
     if following is not None and following < run.scheduled_for:
-        await runs_sql.repoint(conn, run.id, version_id, key, following, now)
+        await run_occurrences.repoint(conn, run.id, version_id, key, following, now)
     moved = history.RunRepointed(run.version_id, current_definition.version_id, number)
     await history.record(conn, run.id, moved, now)
 

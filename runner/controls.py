@@ -34,6 +34,7 @@ from runner.db import retry_on_conflict
 from runner.errors import UnknownDefinition
 from runner.history import Actor, StepConfirmed, StepRequeued, StepSkipped, record, written_together
 from runner.lifecycle import Handover, move_run
+from runner.sql import run_leases
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
 from runner.states import RUN_IN_FLIGHT, RUN_SETTLES_STEPS, RunStatus, StepStatus
@@ -301,7 +302,7 @@ class Controls:
                 if not await _resume(conn, run_id, now, actor, "retry"):
                     raise _Raced
             else:
-                await runs_sql.nudge(conn, run_id, now)
+                await run_leases.nudge(conn, run_id, now)
         self._changed()
         return ControlResult(
             True,
@@ -357,7 +358,7 @@ class Controls:
                     Control.CONFIRM, step, step_id, run, run_id=run_id, cues=(cue_ref(step, step_id, run_id),)
                 )
             await record(conn, run_id, StepConfirmed(note), now, step_id=step_id, actor=as_actor(actor))
-            await runs_sql.nudge(conn, run_id, now)
+            await run_leases.nudge(conn, run_id, now)
             run = await runs_sql.get(conn, run_id)
             ref = CueRef(step_id, run_id, StepStatus.DONE, step.result)
         self._changed()
@@ -414,7 +415,7 @@ class Controls:
                     cues=(cue_ref(step, step_id, owner_run),),
                 )
             await record(conn, owner_run, StepSkipped(note), now, step_id=step_id, actor=as_actor(actor))
-            await runs_sql.nudge(conn, owner_run, now)
+            await run_leases.nudge(conn, owner_run, now)
             ref = CueRef(step_id, owner_run, StepStatus.SKIPPED, step.result)
         self._changed()
         return ControlResult(

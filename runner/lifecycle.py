@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.history import Actor, PhaseStarted, RunStatusChanged, record
+from runner.sql import run_leases
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
 from runner.states import RUN_TRANSITIONS, RunStatus
@@ -97,7 +98,7 @@ async def _move(
         # The start is the one move that also takes the lease and the concurrency slot.
         if claim is None:
             raise ValueError("scheduled -> starting takes the run's lease: pass claim=")
-        moved = await runs_sql.claim_start(conn, run_id, claim.owner, claim.until, now)
+        moved = await run_leases.claim_start(conn, run_id, claim.owner, claim.until, now)
     else:
         moved = await runs_sql.transition(
             conn,

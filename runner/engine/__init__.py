@@ -41,7 +41,7 @@ from runner.engine.inprocess import InProcess
 from runner.engine.occurrences import Materialising
 from runner.engine.reclaim import Reclaiming
 from runner.registry import ActionRegistry
-from runner.sql import runs as runs_sql
+from runner.sql import run_leases
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -111,4 +111,4 @@ class Runner(Reclaiming, Materialising, InProcess):
 
     async def next_wake(self) -> dt.datetime | None:
         async with self.engine.connect() as conn:
-            return await runs_sql.next_wake(conn, self.clock.now())
+            return await run_leases.next_wake(conn, self.clock.now())

@@ -23,6 +23,7 @@ from runner.history import RunBlocked, record
 from runner.lifecycle import Claim, move_run
 from runner.records import DueRun, RunRecord, StepRecord
 from runner.sql import run_concurrency as concurrency_sql
+from runner.sql import run_leases
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
 from runner.states import Health, RunStatus, StepStatus
@@ -32,7 +33,7 @@ class Advancing(Reminding, Stepping, RunnerBase):
     async def _advance_due(self, report: TickReport) -> None:
         now = self.clock.now()
         async with self.engine.connect() as conn:
-            due = await runs_sql.find_due(conn, now, self.settings.due_batch)
+            due = await run_leases.find_due(conn, now, self.settings.due_batch)
         if not due:
             return
 
@@ -113,7 +114,7 @@ class Advancing(Reminding, Stepping, RunnerBase):
     @retry_on_conflict
     async def _release(self, lease: Lease, wake: dt.datetime | None) -> None:
         async with self.engine.begin() as conn:
-            await runs_sql.release_claim(
+            await run_leases.release_claim(
                 conn, lease.run_id, self.owner, wake_at=wake, nudges_seen=lease.nudges_seen
             )
 
@@ -128,7 +129,7 @@ class Advancing(Reminding, Stepping, RunnerBase):
             if due.status is RunStatus.SCHEDULED:
                 if not await self._start(conn, due, Claim(self.owner, until), now):
                     return None
-            elif not await runs_sql.claim_tick(conn, run_id, self.owner, until, now):
+            elif not await run_leases.claim_tick(conn, run_id, self.owner, until, now):
                 return None
             run = await runs_sql.get(conn, run_id)
         assert run is not None

@@ -25,6 +25,7 @@ from runner.engine.advance import Advancing
 from runner.engine.core import Lease, TickReport, log
 from runner.lifecycle import Handover
 from runner.records import RunRecord, StepRecord
+from runner.sql import run_leases
 from runner.sql import runs as runs_sql
 from runner.states import RUN_TERMINAL, RunStatus
 
@@ -96,7 +97,7 @@ class InProcess(Advancing):
         if lease.until < covered:
             until = wake + dt.timedelta(seconds=self.settings.run_lease_seconds)
             async with self.engine.begin() as conn:
-                if not await runs_sql.renew_claim(conn, lease.run_id, self.owner, until):
+                if not await run_leases.renew_claim(conn, lease.run_id, self.owner, until):
                     return False
             lease.until = until
         self._spawn(lease.run_id, self._resume_at(lease, wake, lease.known))

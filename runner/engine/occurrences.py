@@ -17,6 +17,7 @@ from runner.errors import UnreadableDefinition
 from runner.lifecycle import move_run
 from runner.schedule import MAX_OCCURRENCES_PER_PASS, occurrences
 from runner.sql import definitions as definitions_sql
+from runner.sql import run_leases, run_occurrences
 from runner.sql import runs as runs_sql
 from runner.states import RunStatus
 
@@ -93,7 +94,7 @@ class Materialising(RunnerBase):
                 in_force = await self._version_in_force(conn, row, int(version["id"]))
                 if in_force is None or isinstance(in_force.definition.schedule, ManualSchedule):
                     continue
-                taken = await runs_sql.occurrences_taken(conn, definition_id, lower, upper)
+                taken = await run_occurrences.occurrences_taken(conn, definition_id, lower, upper)
                 scopes = in_force.definition.run_scopes()
                 for moment in self._moments(in_force.definition, lower, upper):
                     missing = [scope for scope in scopes if (moment, scope) not in taken]
@@ -151,7 +152,7 @@ class Materialising(RunnerBase):
         now = self.clock.now()
         missed = 0
         async with self.engine.begin() as conn:
-            for run_id in await runs_sql.find_missed(conn, now):
+            for run_id in await run_leases.find_missed(conn, now):
                 run = await runs_sql.get(conn, run_id)
                 if run is None:
                     continue

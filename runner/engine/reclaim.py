@@ -31,6 +31,7 @@ from runner.history import (
 from runner.records import StaleStep, StepRecord
 from runner.sql import reminders as reminders_sql
 from runner.sql import run_health as health_sql
+from runner.sql import run_leases
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
 from runner.states import Health, RunStatus, StepStatus
@@ -53,7 +54,7 @@ class Reclaiming(RunnerBase):
                     conn, now, self.settings.max_attempts, step_ids=[s.id for s in stale]
                 )
                 await self._after_reclaim(conn, stale, now)
-            await runs_sql.reclaim_stale(conn, now)
+            await run_leases.reclaim_stale(conn, now)
         return outcome
 
     async def _after_reclaim(
@@ -69,7 +70,7 @@ class Reclaiming(RunnerBase):
                 continue
             if step.phase == REMINDERS_PHASE:
                 await self._reminder_reclaimed(conn, step, was.attempts, now)
-                await runs_sql.nudge(conn, step.run_id, now)
+                await run_leases.nudge(conn, step.run_id, now)
                 continue
             if step.status is StepStatus.FAILED and was.attempts >= self.settings.max_attempts:
                 await self._gave_up(conn, step, now)
@@ -77,7 +78,7 @@ class Reclaiming(RunnerBase):
                 await record(conn, step.run_id, StepCancelled(reason="run ended"), now, step_id=step.id)
             elif step.status is StepStatus.PENDING:
                 await self._handed_back(conn, step, now)
-            await runs_sql.nudge(conn, step.run_id, now)
+            await run_leases.nudge(conn, step.run_id, now)
 
     async def _reminder_reclaimed(
         self, conn: AsyncConnection, step: StepRecord, attempts_before: int, now: dt.datetime

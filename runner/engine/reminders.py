@@ -28,6 +28,7 @@ from runner.history import ReminderFailed, ReminderSent, ReminderSkip, ReminderS
 from runner.records import DueRun, RunRecord, StepRecord
 from runner.registry import Envelope
 from runner.sql import reminders as reminders_sql
+from runner.sql import run_leases
 from runner.sql import runs as runs_sql
 from runner.states import RunStatus, StepStatus
 
@@ -84,7 +85,7 @@ class Reminding(RunnerBase):
                     wake = run.scheduled_for if following is None else min(following, run.scheduled_for)
             # ``release_claim`` keeps a wake a control wrote meanwhile (``nudges``) and clears it
             # on a run a cancel or a miss ended.
-            await runs_sql.release_claim(
+            await run_leases.release_claim(
                 conn, lease.run_id, self.owner, wake_at=wake, nudges_seen=lease.nudges_seen
             )
 
@@ -168,7 +169,7 @@ class Reminding(RunnerBase):
         async with self.engine.begin() as conn:
             if lease.until < step_lease + margin:
                 lease.until = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
-                await runs_sql.renew_claim(conn, lease.run_id, self.owner, lease.until)
+                await run_leases.renew_claim(conn, lease.run_id, self.owner, lease.until)
             return await reminders_sql.claim(
                 conn, step.id, run_id=lease.run_id, owner=self.owner, lease_until=step_lease, now=now
             )

@@ -27,6 +27,7 @@ from runner.history import (
 )
 from runner.records import RunRecord, StepRecord
 from runner.registry import Envelope
+from runner.sql import run_leases
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
 from runner.states import Health, StepStatus
@@ -118,7 +119,7 @@ class Stepping(Phasing):
         step_lease = now + dt.timedelta(seconds=budget) + margin
         if lease.until < step_lease + margin:
             lease.until = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
-            await runs_sql.renew_claim(conn, lease.run_id, self.owner, lease.until)
+            await run_leases.renew_claim(conn, lease.run_id, self.owner, lease.until)
         return await steps_sql.claim(
             conn,
             step.id,

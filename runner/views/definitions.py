@@ -17,7 +17,7 @@ from runner.definitions import EventDefinition, ManualSchedule
 from runner.errors import UnknownDefinition, UnreadableDefinition
 from runner.schedule import ScopeUpcoming
 from runner.sql import definitions as definitions_sql
-from runner.sql import runs as runs_sql
+from runner.sql import run_occurrences
 
 
 async def unreadable_versions(
@@ -184,7 +184,7 @@ async def _created_by_definition(
 ) -> Created:
     """Each definition's runs created and not yet started: (run id, scope, start)."""
     created: Created = {}
-    for run in await runs_sql.scheduled_of_definitions(conn, definition_ids):
+    for run in await run_occurrences.scheduled_of_definitions(conn, definition_ids):
         created.setdefault(int(run["definition_id"]), []).append(
             (int(run["id"]), run["scope"], run["scheduled_for"])
         )

@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 
 from runner.engine import MAX_ATTEMPTS, RETRY_SECONDS
-from runner.sql import runs as runs_sql
+from runner.sql import run_leases
 from runner.sql import steps as steps_sql
 from tests.support.world import T0, World, later, phase, step
 
@@ -296,7 +296,7 @@ async def test_a_live_lease_is_not_reenterable_not_even_by_its_holder(world: Wor
     await world.tick(T0)
     await world.set_run(run_id, claimed_by=world.runner.owner, claim_expires_at=later(60_000))
     async with world.engine.begin() as conn:
-        taken = await runs_sql.claim_tick(conn, run_id, world.runner.owner, later(120_000), T0)
+        taken = await run_leases.claim_tick(conn, run_id, world.runner.owner, later(120_000), T0)
     assert taken is False
 
 

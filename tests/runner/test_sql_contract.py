@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner.db import insert_ignore
 from runner.schema import definitions, runs, steps, versions
+from runner.sql import run_leases
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
 from tests.support.world import T0, later
@@ -113,9 +114,9 @@ async def test_claim_start_the_first_caller_wins_and_every_other_gets_zero(engin
     """``scheduled -> starting``: the winner is told 1, the loser 0 (not 1 with found rows)."""
     run_id = await seed_run(engine)
     async with engine.begin() as conn:
-        first = await runs_sql.claim_start(conn, run_id, "host:1", later(60_000), T0)
+        first = await run_leases.claim_start(conn, run_id, "host:1", later(60_000), T0)
     async with engine.begin() as conn:
-        second = await runs_sql.claim_start(conn, run_id, "host:2", later(60_000), T0)
+        second = await run_leases.claim_start(conn, run_id, "host:2", later(60_000), T0)
     assert (first, second) == (True, False)
     row = await run_row(engine, run_id)
     assert row["claimed_by"] == "host:1"
@@ -125,14 +126,14 @@ async def test_claim_start_the_first_caller_wins_and_every_other_gets_zero(engin
 async def test_claim_start_stamps_started_at_once_and_never_moves_it(engine: AsyncEngine) -> None:
     run_id = await seed_run(engine)
     async with engine.begin() as conn:
-        await runs_sql.claim_start(conn, run_id, "host:1", later(60_000), T0)
+        await run_leases.claim_start(conn, run_id, "host:1", later(60_000), T0)
     first = (await run_row(engine, run_id))["started_at"]
     assert first == T0, "microseconds and all: DATETIME(6), from Python's clock"
     async with engine.begin() as conn:
         await conn.execute(
             sa.update(runs).where(runs.c.id == run_id).values(status="scheduled", concurrency_slot=None)
         )
-        await runs_sql.claim_start(conn, run_id, "host:2", later(60_000), later(5_000))
+        await run_leases.claim_start(conn, run_id, "host:2", later(60_000), later(5_000))
     assert (await run_row(engine, run_id))["started_at"] == first, "COALESCE keeps the original instant"
 
 
@@ -150,16 +151,16 @@ async def test_datetimes_keep_their_microseconds(engine: AsyncEngine) -> None:
 async def test_claim_tick_a_live_lease_is_not_reenterable_by_its_holder(engine: AsyncEngine) -> None:
     run_id = await seed_run(engine, status="running", claimed_by="host:1", claim_expires_at=later(60_000))
     async with engine.begin() as conn:
-        again = await runs_sql.claim_tick(conn, run_id, "host:1", later(120_000), T0)
+        again = await run_leases.claim_tick(conn, run_id, "host:1", later(120_000), T0)
     assert again is False, "a tick that overran must not advance its own run twice"
 
 
 async def test_claim_tick_an_expired_lease_is_takeable_by_anyone_and_only_once(engine: AsyncEngine) -> None:
     run_id = await seed_run(engine, status="running", claimed_by="host:1", claim_expires_at=later(-60_000))
     async with engine.begin() as conn:
-        taken = await runs_sql.claim_tick(conn, run_id, "host:2", later(60_000), T0)
+        taken = await run_leases.claim_tick(conn, run_id, "host:2", later(60_000), T0)
     async with engine.begin() as conn:
-        second = await runs_sql.claim_tick(conn, run_id, "host:3", later(60_000), T0)
+        second = await run_leases.claim_tick(conn, run_id, "host:3", later(60_000), T0)
     assert (taken, second) == (True, False), "the winner's new lease is live: the loser matches nothing"
     assert (await run_row(engine, run_id))["claimed_by"] == "host:2"
 
@@ -167,7 +168,7 @@ async def test_claim_tick_an_expired_lease_is_takeable_by_anyone_and_only_once(e
 async def test_claim_tick_a_paused_run_is_never_claimable(engine: AsyncEngine) -> None:
     run_id = await seed_run(engine, status="paused")
     async with engine.begin() as conn:
-        assert await runs_sql.claim_tick(conn, run_id, "host:1", later(60_000), T0) is False
+        assert await run_leases.claim_tick(conn, run_id, "host:1", later(60_000), T0) is False
 
 
 # ── transition: the guard is the whole point ───────────────────────────────
@@ -322,7 +323,7 @@ async def test_run_leases_of_dead_holders_are_dropped(engine: AsyncEngine) -> No
         engine, status="running", claimed_by="alive", claim_expires_at=later(1000), scope="b"
     )
     async with engine.begin() as conn:
-        assert await runs_sql.reclaim_stale(conn, T0) == 1
+        assert await run_leases.reclaim_stale(conn, T0) == 1
     assert (await run_row(engine, stale))["claimed_by"] is None
     assert (await run_row(engine, live))["claimed_by"] == "alive"
 
@@ -442,11 +443,11 @@ async def test_the_concurrency_slot_refuses_a_second_holder_of_one_key(engine: A
     first = await seed_run(engine, concurrency_key="invasion:Yew")
     second = await seed_run(engine, concurrency_key="invasion:Yew", scope="x")
     async with engine.begin() as conn:
-        assert await runs_sql.claim_start(conn, first, "host:1", later(60_000), T0)
+        assert await run_leases.claim_start(conn, first, "host:1", later(60_000), T0)
     raised = False
     try:
         async with engine.begin() as conn:
-            await runs_sql.claim_start(conn, second, "host:2", later(60_000), T0)
+            await run_leases.claim_start(conn, second, "host:2", later(60_000), T0)
     except sa.exc.IntegrityError:
         raised = True
     assert raised
@@ -461,7 +462,7 @@ async def test_find_missed_compares_against_each_definitions_own_grace_window(en
     generous = await seed_run(engine, grace_seconds=3600, scope="b")
     not_yet = await seed_run(engine, grace_seconds=0, scope="c", scheduled_for=later(60 * 60 * 1000))
     async with engine.connect() as conn:
-        missed = await runs_sql.find_missed(conn, later(30 * 60 * 1000))
+        missed = await run_leases.find_missed(conn, later(30 * 60 * 1000))
     assert missed == [tight]
     assert generous not in missed, "inside its own window a run starts late rather than being missed"
     assert not_yet not in missed
@@ -602,8 +603,8 @@ async def test_release_keeps_a_wake_written_by_a_control_during_the_tick(engine:
     )
     seen = int((await run_row(engine, run_id))["nudges"])
     async with engine.begin() as conn:
-        await runs_sql.nudge(conn, run_id, later(10))
-        await runs_sql.release_claim(conn, run_id, "host:1", wake_at=None, nudges_seen=seen)
+        await run_leases.nudge(conn, run_id, later(10))
+        await run_leases.release_claim(conn, run_id, "host:1", wake_at=None, nudges_seen=seen)
     row = await run_row(engine, run_id)
     assert row["wake_at"] == later(10)
     assert row["claimed_by"] is None
