@@ -9,19 +9,17 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Sequence
-from typing import Any
 
 import discord
 
 from actions import limits
 from bot.clock import as_utc
-from runner import history
 from runner.answers import ControlResult, Reason
 from runner.errors import Problem
 from runner.history import Actor
 from runner.schedule import Upcoming
 from runner.states import RunStatus
-from runner.views import DefinitionSummary, RunSummary, RunView, StepView, UpcomingEvent
+from runner.views import DefinitionSummary, ReminderView, RunSummary, RunView, StepView, UpcomingEvent
 from wiring.control_text import control_text, no_such_scope_head, started_head
 
 REHEARSAL_MARK = "[REHEARSAL]"
@@ -160,9 +158,29 @@ def _field_value(lines: Sequence[str], size: int = limits.EMBED_FIELD_VALUE_MAX)
     return fit_list("", lines, size, sep="\n", item_max=size - 24)
 
 
-def status_embed(run: RunView) -> discord.Embed:
-    """A run's phases and steps with their states, due times as Discord timestamps, the last
-    error and health; always within Discord's embed limits."""
+REMINDER_WORDS = {
+    "pending": "to be sent",
+    "running": "being sent",
+    "done": "sent",
+    "skipped": "not sent",
+    "failed": "could not be sent",
+    "cancelled": "cancelled with the run",
+}
+
+
+def _reminder_line(reminder: ReminderView) -> str:
+    words = REMINDER_WORDS.get(reminder.status, reminder.status)
+    when = f" {timestamp(reminder.due_at, 'f')}" if reminder.due_at is not None else ""
+    line = f"🔔 {clip(reminder.label, 80)}{when} — {words}"
+    reason = reminder.last_error or reminder.note
+    if reason and reminder.status in ("skipped", "failed"):
+        line += f"\n  ↳ {clip(reason, 160)}"
+    return line
+
+
+def status_embed(run: RunView, reminders: Sequence[ReminderView] = ()) -> discord.Embed:
+    """A run's phases and steps with their states, due times as Discord timestamps, its
+    reminders, the last error and health; always within Discord's embed limits."""
     title = clip(
         f"{REHEARSAL_MARK + ' ' if run.rehearsal else ''}{run.title}"
         f"{' — ' + run.scope if run.scope else ''} · run {run.id}",
@@ -190,8 +208,13 @@ def status_embed(run: RunView) -> discord.Embed:
     embed = discord.Embed(
         title=title, description="\n".join(lines), colour=STATUS_COLOURS.get(run.status, 0x95A5A6)
     )
+    if reminders:
+        embed.add_field(
+            name="Reminders", value=_field_value([_reminder_line(r) for r in reminders]), inline=False
+        )
     phases = list(run.phases)
-    shown = phases[: limits.EMBED_FIELDS_MAX - 1] if len(phases) > limits.EMBED_FIELDS_MAX else phases
+    room = limits.EMBED_FIELDS_MAX - (1 if reminders else 0)
+    shown = phases[: room - 1] if len(phases) > room else phases
     for phase in shown:
         current = phase.current and run.in_flight
         name = clip(f"{'▶ ' if current else ''}{phase.label}", limits.EMBED_FIELD_NAME_MAX)
@@ -336,98 +359,3 @@ def problems_embed(title: str, problems: Sequence[Problem], *, rehearsal: bool) 
 
 
 # ── The staff log ────────────────────────────────────────────────────────────
-
-
-def _step_label(run: RunView | None, step_id: Any) -> str:
-    if run is None or step_id is None:
-        return f"step {step_id}" if step_id is not None else "a step"
-    for phase in run.phases:
-        for step in phase.steps:
-            if step.id == step_id:
-                return f"step {step_id} ({clip(step.label, 80)})"
-    return f"step {step_id}"
-
-
-# The events ``log_line`` can word; every other kind is history staff need not be told.
-LOGGED_EVENTS: tuple[type[history.Event], ...] = (
-    history.RunStatusChanged,
-    history.RunBlocked,
-    history.RunDegraded,
-    history.RunStalled,
-    history.RunRecovered,
-)
-
-
-def _stalled_reason(stalled: history.RunStalled, run: RunView | None) -> str:
-    if stalled.reason is history.StallReason.RECLAIMED:
-        step = _step_label(run, stalled.step_id)
-        return f"a runner died holding {step} {stalled.reclaims} times (is the bot crash-looping?)"
-    overdue = int(stalled.overdue_seconds or 0) // 60
-    return f"nobody has advanced it for {overdue} minutes past when it was due"
-
-
-def log_line(entry: history.Entry, run: RunView | None) -> str | None:
-    """One human line for the staff log, or ``None`` for history staff need not be told."""
-    name = run_name(run.title, run.scope, entry.run_id, run.rehearsal) if run else f"run {entry.run_id}"
-    match entry.event:
-        case history.RunBlocked(key=key, holder_run_id=holder):
-            return f"⏳ {name} is waiting: run {holder} holds `{key}`"
-        case history.RunDegraded(reason=reason):
-            return f"⚠️ {name} is degraded: {clip(reason, 300)}"
-        case history.RunStalled() as stalled:
-            return f"🛑 {name} is stalled: {_stalled_reason(stalled, run)}"
-        case history.RunRecovered(to=to):
-            return f"▶️ {name} is moving again (health {to})"
-        case history.RunStatusChanged() as moved:
-            return _status_line(moved, entry, run, name)
-    return None
-
-
-def _by_schedule(actor: object) -> bool:
-    """The tick starts scheduled runs as the actor named ``schedule`` (no person to mention)."""
-    return actor is None or getattr(actor, "name", actor) == "schedule"
-
-
-def _status_line(
-    moved: history.RunStatusChanged, entry: history.Entry, run: RunView | None, name: str
-) -> str | None:
-    actor = person(entry.actor) if entry.actor else "staff"
-    match moved.to:
-        case RunStatus.STARTING:
-            by = run.started_by if run else None
-            return f"▶️ {name} started {'on schedule' if _by_schedule(by) else f'by {person(by)}'}"
-        case RunStatus.MISSED:
-            return f"⚠️ {name} was missed: it did not start within its grace window"
-        case RunStatus.PAUSED if moved.control is None:
-            # No control paused it: a step's ``on_failure: pause`` did.
-            error = clip(moved.error or "", 400)
-            return f"⏸️ {name} paused after {_step_label(run, entry.step_id)} failed: {error}"
-        case RunStatus.PAUSED:
-            return f"⏸️ {name} paused by {actor}"
-        case RunStatus.RUNNING if moved.from_ is RunStatus.PAUSED:
-            verb = "retried" if moved.control == "retry" else "resumed"
-            return f"▶️ {name} {verb} by {actor}"
-        case RunStatus.CANCELLED:
-            return f"⏹️ {name} cancelled by {actor}: {clip(moved.reason or '', 300)}"
-        case RunStatus.COMPLETED:
-            return f"✅ {name} completed"
-        case RunStatus.FAILED:
-            error = clip(moved.error or "", 400)
-            return f"❌ {name} failed at {_step_label(run, entry.step_id)}: {error}"
-    return None
-
-
-def batch_lines(lines: Sequence[str], size: int = limits.CONTENT_MAX) -> list[str]:
-    """Pack lines into as few messages as Discord's content limit allows."""
-    messages: list[str] = []
-    current = ""
-    for line in lines:
-        line = clip(line, size)
-        if current and len(current) + 1 + len(line) > size:
-            messages.append(current)
-            current = line
-        else:
-            current = f"{current}\n{line}" if current else line
-    if current:
-        messages.append(current)
-    return messages

@@ -27,7 +27,7 @@ import discord
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.errors import DATABASE_ERRORS
-from bot.rendering import LOGGED_EVENTS, batch_lines, log_line
+from bot.log_lines import LOGGED_EVENTS, batch_lines, log_line
 from bot.ticker import WakeableLoop
 from runner.catalog import VersionCache
 from runner.history import Entry

@@ -284,7 +284,8 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         found = await views.run_view(services.engine, run, services.versions)
         if found is None:
             raise BotError(f"There is no run {run}.")
-        await reply(interaction, warning, embed=rendering.status_embed(found))
+        reminders = await views.reminders_of_run(services.engine, run)
+        await reply(interaction, warning, embed=rendering.status_embed(found, reminders))
 
     @status.autocomplete("run")
     async def _any_runs(

@@ -92,6 +92,10 @@ async def test_a_cron_events_reminders_are_posted_at_their_moments_with_the_star
     assert len(contents(sim)) == 1
     await advance_to(sim, 10 * 60 + TICK)
     assert contents(sim)[-1] == "Two minutes to Pub Quiz!"
+    status = (await sim.mod.slash(sim.staff, "event status", run=(await quiz_run(sim)).id)).response
+    reminders = next(f for f in status.embeds[0].fields if f.name == "Reminders")
+    lines = reminders.value.splitlines()
+    assert len(lines) == 2 and all(line.endswith("— sent") for line in lines), lines
     await advance_to(sim, START_SECONDS + 2 * TICK)
     assert contents(sim)[-1] == "Quiz time!"
     assert len(contents(sim)) == 3

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.rendering import log_line
+from bot.log_lines import log_line
 from runner.history import Actor, Entry, parse_event
 from runner.views import PhaseView, RunView, StepView
 
@@ -80,6 +80,25 @@ NAME = "**Harbour Raid** (north) · run 3"
         ),
         (entry("run.recovered", to="degraded"), f"▶️ {NAME} is moving again (health degraded)"),
         (entry("step.done", action="discord.announce", attempts=1), None),
+        (
+            entry("reminder.skipped", reason="late", before=3600, late_seconds=2700),
+            f"⏰ {NAME}: the reminder 1h before was not sent: its moment passed 45m ago (was the bot down?)",
+        ),
+        (
+            entry("reminder.skipped", reason="run started", before=900),
+            f"⏰ {NAME}: the reminder 15m before was not sent: the event started first",
+        ),
+        (entry("reminder.skipped", reason="republished", before=900), None),
+        (
+            entry("reminder.failed", error="Missing Access", attempts=3, before=900),
+            f"⚠️ {NAME}: the reminder 15m before could not be sent: Missing Access",
+        ),
+        (
+            entry("run.repointed", from_version_id=1, version_id=2, version=2),
+            f"📝 {NAME} will run version 2 of its event, published since it was scheduled",
+        ),
+        # A reminder that went out is not worth a line in the staff channel.
+        (entry("reminder.sent", before=900, starts_at="2026-01-01T20:00:00", attempts=1), None),
         # History is forever: a kind (or a field) this code does not know is simply not worded.
         (entry("run.renamed", to="Harbour Raid II"), None),
         (entry("run.status", to="completed", colour="green"), None),
