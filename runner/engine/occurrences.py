@@ -28,7 +28,7 @@ class Materialising(RunnerBase):
     async def _materialise(self, report: TickReport) -> None:
         now = self.clock.now()
         async with self.engine.connect() as conn:
-            rows = await definitions_sql.list_all(conn)
+            rows = await definitions_sql.list_for_materialising(conn)
         for row in rows:
             try:
                 ahead = await self._horizon(row)
