@@ -34,7 +34,7 @@ from runner.db import retry_on_conflict
 from runner.errors import UnknownDefinition
 from runner.history import Actor, StepConfirmed, StepRequeued, StepSkipped, record, written_together
 from runner.lifecycle import Handover, move_run
-from runner.sql import run_leases
+from runner.sql import run_leases, step_settles
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
 from runner.states import RUN_IN_FLIGHT, RUN_SETTLES_STEPS, RunStatus, StepStatus
@@ -294,7 +294,7 @@ class Controls:
                 step = await steps_sql.at_seq(conn, run_id, phase, seq)
             if step is None or step["status"] != StepStatus.FAILED:
                 return ControlResult(False, Control.RETRY, Reason.NOTHING_TO_RETRY, run_id=run_id)
-            if not await steps_sql.requeue(conn, int(step["id"]), now):
+            if not await step_settles.requeue(conn, int(step["id"]), now):
                 return ControlResult(False, Control.RETRY, Reason.NO_LONGER_FAILED, run_id=run_id)
             requeued = StepRequeued(previous_error=step["last_error"])
             await record(conn, run_id, requeued, now, step_id=int(step["id"]), actor=actor)
@@ -351,7 +351,7 @@ class Controls:
             refused = not_this_cue(Control.CONFIRM, step, step_id, message_id) if cue_only else None
             if refused is not None:
                 return refused
-            if not await steps_sql.confirm_parked(conn, step_id, now, actor=as_actor(actor), note=note):
+            if not await step_settles.confirm_parked(conn, step_id, now, actor=as_actor(actor), note=note):
                 step = await steps_sql.get(conn, step_id)
                 run = await runs_sql.get(conn, run_id)
                 return refused_step(
@@ -402,7 +402,7 @@ class Controls:
             if run is None or run.status not in RUN_IN_FLIGHT:
                 ref = CueRef(step_id, owner_run, step.status, step.result)
                 return refused_run(Control.SKIP, run, owner_run, step_id=step_id, cues=(ref,))
-            if not await steps_sql.skip_by_human(
+            if not await step_settles.skip_by_human(
                 conn, step_id, now, actor=as_actor(actor), note=note, parked_only=cue_only
             ):
                 step = await steps_sql.get(conn, step_id)

@@ -21,9 +21,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.history import Actor, PhaseStarted, RunStatusChanged, record
-from runner.sql import run_leases
+from runner.sql import run_leases, step_settles
 from runner.sql import runs as runs_sql
-from runner.sql import steps as steps_sql
 from runner.states import RUN_TRANSITIONS, RunStatus
 
 
@@ -113,7 +112,7 @@ async def _move(
         )
     if not moved:
         return None
-    cancelled = await steps_sql.cancel_open(conn, run_id, now) if cancel_open else None
+    cancelled = await step_settles.cancel_open(conn, run_id, now) if cancel_open else None
     for passed in via:
         await record(
             conn, run_id, RunStatusChanged(to=passed, from_=froms[0] if len(froms) == 1 else None), now

@@ -88,7 +88,7 @@ STEP_OPEN: frozenset[StepStatus] = frozenset({_S.PENDING, _S.RUNNING})
 STEP_SETTLED: frozenset[StepStatus] = frozenset({_S.DONE, _S.SKIPPED, _S.FAILED})
 
 # ``running`` covers both a leased step and a parked cue (running with a NULL lease); the SQL
-# guards in ``runner/sql/steps.py`` tell the two apart.
+# guards in ``runner/sql/step_guards.py`` tell the two apart.
 STEP_TRANSITIONS: Mapping[StepStatus, frozenset[StepStatus]] = MappingProxyType(
     {
         _S.PENDING: frozenset({_S.RUNNING, _S.SKIPPED, _S.CANCELLED}),

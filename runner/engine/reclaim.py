@@ -31,7 +31,7 @@ from runner.history import (
 from runner.records import StaleStep, StepRecord
 from runner.sql import reminders as reminders_sql
 from runner.sql import run_health as health_sql
-from runner.sql import run_leases
+from runner.sql import run_leases, step_leases
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
 from runner.states import Health, RunStatus, StepStatus
@@ -44,13 +44,13 @@ class Reclaiming(RunnerBase):
         report.gave_up += outcome.failed
 
     @retry_on_conflict
-    async def _reclaim_transaction(self) -> steps_sql.Reclaimed:
+    async def _reclaim_transaction(self) -> step_leases.Reclaimed:
         now = self.clock.now()
-        outcome = steps_sql.Reclaimed(0, 0)
+        outcome = step_leases.Reclaimed(0, 0)
         async with self.engine.begin() as conn:
-            stale = await steps_sql.stale(conn, now)
+            stale = await step_leases.stale(conn, now)
             if stale:
-                outcome = await steps_sql.reclaim_stale(
+                outcome = await step_leases.reclaim_stale(
                     conn, now, self.settings.max_attempts, step_ids=[s.id for s in stale]
                 )
                 await self._after_reclaim(conn, stale, now)
@@ -87,7 +87,7 @@ class Reclaiming(RunnerBase):
         stall), and one handed back after its run started is skipped, never sent after the start."""
         if step.status is StepStatus.FAILED and attempts_before >= self.settings.max_attempts:
             await record(
-                conn, step.run_id, ReminderFailed(steps_sql.GAVE_UP, step.attempts), now, step_id=step.id
+                conn, step.run_id, ReminderFailed(step_leases.GAVE_UP, step.attempts), now, step_id=step.id
             )
         elif step.status is StepStatus.CANCELLED:
             await record(conn, step.run_id, StepCancelled(reason="run ended"), now, step_id=step.id)
@@ -100,9 +100,9 @@ class Reclaiming(RunnerBase):
                     await record(conn, step.run_id, skipped, now, step_id=step.id)
 
     async def _gave_up(self, conn: AsyncConnection, step: StepRecord, now: dt.datetime) -> None:
-        await record(conn, step.run_id, StepFailed(steps_sql.GAVE_UP), now, step_id=step.id)
+        await record(conn, step.run_id, StepFailed(step_leases.GAVE_UP), now, step_id=step.id)
         await self._recover(conn, step.run_id, now)
-        await self._apply_on_failure(conn, step.run_id, step, steps_sql.GAVE_UP, now)
+        await self._apply_on_failure(conn, step.run_id, step, step_leases.GAVE_UP, now)
 
     async def _handed_back(self, conn: AsyncConnection, step: StepRecord, now: dt.datetime) -> None:
         await record(conn, step.run_id, StepReclaimed(step.attempts), now, step_id=step.id)

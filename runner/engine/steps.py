@@ -27,7 +27,7 @@ from runner.history import (
 )
 from runner.records import RunRecord, StepRecord
 from runner.registry import Envelope
-from runner.sql import run_leases
+from runner.sql import run_leases, step_leases
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
 from runner.states import Health, StepStatus
@@ -120,7 +120,7 @@ class Stepping(Phasing):
         if lease.until < step_lease + margin:
             lease.until = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
             await run_leases.renew_claim(conn, lease.run_id, self.owner, lease.until)
-        return await steps_sql.claim(
+        return await step_leases.claim(
             conn,
             step.id,
             run_id=lease.run_id,
@@ -164,7 +164,9 @@ class Stepping(Phasing):
     ) -> Verdict | Orphaned:
         """``running -> done``; a ``holdFor`` pushes the next pending step later (never earlier),
         or, at the end of a phase, the first step of the next one."""
-        if not await steps_sql.finish(conn, step.id, self.owner, StepStatus.DONE, now, result=outcome.output):
+        if not await step_leases.finish(
+            conn, step.id, self.owner, StepStatus.DONE, now, result=outcome.output
+        ):
             return await self._settle_refused(conn, run.id, step, outcome, now)
         hold_until: dt.datetime | None = None
         if outcome.hold_seconds > 0:
@@ -172,7 +174,7 @@ class Stepping(Phasing):
             if run.rehearsal:
                 hold /= self.settings.rehearsal_speed
             hold_until = now + dt.timedelta(seconds=hold)
-            if not await steps_sql.hold_next(conn, run.id, step.phase, step.seq, hold_until):
+            if not await step_leases.hold_next(conn, run.id, step.phase, step.seq, hold_until):
                 if not await steps_sql.has_pending_after(conn, run.id, step.phase, step.seq):
                     await runs_sql.set_phase_hold(conn, run.id, hold_until)
         await record(
@@ -211,7 +213,7 @@ class Stepping(Phasing):
         self, conn: AsyncConnection, run: RunRecord, step: StepRecord, outcome: Classified, now: dt.datetime
     ) -> Verdict | Orphaned:
         """Leased -> parked: only a human moves the run on from here."""
-        if not await steps_sql.park(conn, step.id, self.owner, now, result=outcome.output):
+        if not await step_leases.park(conn, step.id, self.owner, now, result=outcome.output):
             return await self._settle_refused(conn, run.id, step, outcome, now)
         await record(conn, run.id, StepParked(step.action_id), now, step_id=step.id)
         return Stop()
@@ -228,7 +230,7 @@ class Stepping(Phasing):
     ) -> Verdict | Orphaned:
         """A transient failure with attempts left: back to pending, due after the retry delay."""
         due = now + dt.timedelta(seconds=self.settings.retry_seconds)
-        if not await steps_sql.reschedule(conn, step.id, self.owner, due, error, now):
+        if not await step_leases.reschedule(conn, step.id, self.owner, due, error, now):
             return await self._settle_refused(conn, run.id, step, outcome, now)
         await record(conn, run.id, StepRetry(attempts, error, due), now, step_id=step.id)
         await self._degrade(conn, run.id, now, f"step {step.id} is being retried: {error}")
@@ -245,7 +247,7 @@ class Stepping(Phasing):
         now: dt.datetime,
     ) -> Verdict | Orphaned:
         """A terminal failure, or attempts spent: ``failed``, then ``on_failure`` acts on the run."""
-        if not await steps_sql.finish(
+        if not await step_leases.finish(
             conn, step.id, self.owner, StepStatus.FAILED, now, error=error, result=outcome.output
         ):
             return await self._settle_refused(conn, run.id, step, outcome, now)
@@ -260,7 +262,7 @@ class Stepping(Phasing):
         """Our settle statement matched nothing: either the step is no longer ours (the reclaim or
         a human took it) or its run ended while it was out. The second case cancels the step, so
         it cannot stay ``running`` on a dead run, and hands back what a parked answer posted."""
-        if not await steps_sql.cancel_on_ended_run(conn, step.id, self.owner, now, result=outcome.output):
+        if not await step_leases.cancel_on_ended_run(conn, step.id, self.owner, now, result=outcome.output):
             # Not ours any more: as before, a lost park stops this run's turn, the rest look again.
             return Stop() if outcome.outcome == "parked" else Go.REREAD
         current = await runs_sql.get(conn, run_id)

@@ -1,10 +1,10 @@
 """Statements on a run's reminders: steps of the run in phase ``REMINDERS_PHASE``.
 
 A reminder is delivered while its run is still ``scheduled`` (before the occurrence starts), so
-the step statements of ``runner.sql.steps`` (whose claim and settle insist on a ``running`` run)
-do not fit it: these are their counterparts, with the same shapes. The claim is the one writer
-of ``attempts`` here too, and the reclaim (``steps.reclaim_stale``) treats a reminder's lease
-like any other step's.
+the engine's step statements (``runner.sql.step_leases``, whose claim and settle insist on a
+``running`` run) do not fit it: these are their counterparts, with the same shapes. The claim is
+the one writer of ``attempts`` here too, and the reclaim (``step_leases.reclaim_stale``) treats a
+reminder's lease like any other step's.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ async def claim_visit(
     conn: AsyncConnection, run_id: int, owner: str, lease_until: dt.datetime, now: dt.datetime
 ) -> int | None:
     """Lease a run that is still ``scheduled`` for a reminder visit; its ``nudges`` as the lease
-    found them (for ``runs.release_claim``), or ``None`` when it started, ended or is held."""
+    found them (for ``run_leases.release_claim``), or ``None`` when it started, ended or is held."""
     result = await conn.execute(
         sa.update(runs)
         .where(

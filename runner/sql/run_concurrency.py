@@ -1,6 +1,6 @@
 """Statements on a run's concurrency key: who holds it, who waits on it, and waking the waiters
 when the holder lets go. The slot's unique index (``uq_evrun_concurrency_slot``), taken by
-``runs.claim_start``, is what makes the key hold under a race; these keep the waiting runs
+``run_leases.claim_start``, is what makes the key hold under a race; these keep the waiting runs
 informed."""
 
 from __future__ import annotations

@@ -11,8 +11,7 @@ import asyncio
 import dataclasses
 
 from runner.engine import MAX_ATTEMPTS, RETRY_SECONDS
-from runner.sql import run_leases
-from runner.sql import steps as steps_sql
+from runner.sql import run_leases, step_leases
 from tests.support.world import T0, World, later, phase, step
 
 
@@ -123,7 +122,7 @@ async def test_a_reclaim_returns_a_stale_step_without_resetting_attempts(world: 
     )
 
     async with world.engine.begin() as conn:
-        await steps_sql.reclaim_stale(conn, T0, MAX_ATTEMPTS)
+        await step_leases.reclaim_stale(conn, T0, MAX_ATTEMPTS)
     s = (await world.steps_of(run_id))[0]
     assert s["status"] == "pending"
     assert s["attempts"] == 2, "a reclaim must never reset attempts"
@@ -138,7 +137,7 @@ async def test_a_step_whose_attempts_are_spent_leaves_running_as_failed(world: W
     await world.set_step(s["id"], status="running", attempts=MAX_ATTEMPTS, claim_expires_at=later(-1000))
 
     async with world.engine.begin() as conn:
-        outcome = await steps_sql.reclaim_stale(conn, T0, MAX_ATTEMPTS)
+        outcome = await step_leases.reclaim_stale(conn, T0, MAX_ATTEMPTS)
     assert outcome.failed == 1
     assert outcome.reclaimed == 0, "a row that gave up must not also be reclaimed"
     assert (await world.steps_of(run_id))[0]["status"] == "failed"

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner.db import insert_ignore
 from runner.schema import definitions, runs, steps, versions
-from runner.sql import run_leases
+from runner.sql import run_leases, step_leases, step_settles
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
 from tests.support.world import T0, later
@@ -223,11 +223,11 @@ async def test_the_step_claim_has_one_winner_and_attempts_is_incremented_by_the_
     run_id = await seed_run(engine, status="running", claimed_by="host:1")
     step_id = await seed_step(engine, run_id)
     async with engine.begin() as conn:
-        first = await steps_sql.claim(
+        first = await step_leases.claim(
             conn, step_id, run_id=run_id, owner="host:1", lease_until=later(60_000), now=T0
         )
     async with engine.begin() as conn:
-        second = await steps_sql.claim(
+        second = await step_leases.claim(
             conn, step_id, run_id=run_id, owner="host:1", lease_until=later(60_000), now=T0
         )
     assert (first, second) == (True, False)
@@ -238,10 +238,10 @@ async def test_the_step_claim_refuses_a_step_held_behind_a_wait(engine: AsyncEng
     run_id = await seed_run(engine, status="running", claimed_by="host:1")
     step_id = await seed_step(engine, run_id, due_at=later(300_000))
     async with engine.begin() as conn:
-        assert not await steps_sql.claim(
+        assert not await step_leases.claim(
             conn, step_id, run_id=run_id, owner="host:1", lease_until=later(60_000), now=T0
         )
-        assert await steps_sql.claim(
+        assert await step_leases.claim(
             conn, step_id, run_id=run_id, owner="host:1", lease_until=later(360_000), now=later(301_000)
         )
 
@@ -253,7 +253,7 @@ async def test_the_step_claim_refuses_when_the_run_was_paused_mid_batch(engine: 
     step_id = await seed_step(engine, run_id)
     async with engine.begin() as conn:
         await runs_sql.transition(conn, run_id, "running", "paused", T0)
-        claimed = await steps_sql.claim(
+        claimed = await step_leases.claim(
             conn, step_id, run_id=run_id, owner="host:1", lease_until=later(60_000), now=T0
         )
     assert claimed is False
@@ -264,7 +264,7 @@ async def test_the_step_claim_refuses_a_runner_that_lost_the_run_lease(engine: A
     run_id = await seed_run(engine, status="running", claimed_by="host:2")
     step_id = await seed_step(engine, run_id)
     async with engine.begin() as conn:
-        assert not await steps_sql.claim(
+        assert not await step_leases.claim(
             conn, step_id, run_id=run_id, owner="host:1", lease_until=later(60_000), now=T0
         )
 
@@ -276,7 +276,7 @@ async def test_the_reclaim_hands_a_stale_step_back_without_resetting_attempts(en
     run_id = await seed_run(engine, status="running")
     step_id = await seed_step(engine, run_id, status="running", attempts=2, claim_expires_at=later(-1000))
     async with engine.begin() as conn:
-        outcome = await steps_sql.reclaim_stale(conn, T0, 3)
+        outcome = await step_leases.reclaim_stale(conn, T0, 3)
     assert (outcome.failed, outcome.reclaimed) == (0, 1)
     step = await step_row(engine, step_id)
     assert step["status"] == "pending"
@@ -291,7 +291,7 @@ async def test_the_reclaim_gives_up_first_so_a_spent_step_leaves_running_as_fail
     run_id = await seed_run(engine, status="running")
     step_id = await seed_step(engine, run_id, status="running", attempts=3, claim_expires_at=later(-1000))
     async with engine.begin() as conn:
-        outcome = await steps_sql.reclaim_stale(conn, T0, 3)
+        outcome = await step_leases.reclaim_stale(conn, T0, 3)
     assert outcome.failed == 1
     assert outcome.reclaimed == 0, "reversing these two makes the row retry forever"
     step = await step_row(engine, step_id)
@@ -302,7 +302,7 @@ async def test_the_reclaim_leaves_a_parked_step_alone_however_long_it_waits(engi
     run_id = await seed_run(engine, status="running")
     step_id = await seed_step(engine, run_id, status="running", attempts=1, claim_expires_at=None)
     async with engine.begin() as conn:
-        outcome = await steps_sql.reclaim_stale(conn, later(ONE_YEAR_MS), 3)
+        outcome = await step_leases.reclaim_stale(conn, later(ONE_YEAR_MS), 3)
     assert (outcome.failed, outcome.reclaimed) == (0, 0)
     step = await step_row(engine, step_id)
     assert (step["status"], step["attempts"]) == ("running", 1), "a NULL lease is a parked cue, not staleness"
@@ -312,7 +312,7 @@ async def test_the_reclaim_leaves_a_live_lease_alone(engine: AsyncEngine) -> Non
     run_id = await seed_run(engine, status="running")
     step_id = await seed_step(engine, run_id, status="running", attempts=1, claim_expires_at=later(1000))
     async with engine.begin() as conn:
-        outcome = await steps_sql.reclaim_stale(conn, T0, 3)
+        outcome = await step_leases.reclaim_stale(conn, T0, 3)
     assert (outcome.failed, outcome.reclaimed) == (0, 0)
     assert (await step_row(engine, step_id))["status"] == "running"
 
@@ -337,7 +337,7 @@ async def test_hold_next_moves_the_next_pending_step_of_the_phase_and_only_one(e
     second = await seed_step(engine, run_id, seq=1)
     third = await seed_step(engine, run_id, seq=2)
     async with engine.begin() as conn:
-        moved = await steps_sql.hold_next(conn, run_id, "main", 0, later(300_000))
+        moved = await step_leases.hold_next(conn, run_id, "main", 0, later(300_000))
     assert moved is True
     assert (await step_row(engine, second))["due_at"] == later(300_000)
     assert (await step_row(engine, third))["due_at"] is None, "a wait holds the next step, not the rest"
@@ -349,7 +349,7 @@ async def test_hold_next_never_pulls_a_due_date_earlier(engine: AsyncEngine) -> 
     await seed_step(engine, run_id, seq=0, status="done")
     second = await seed_step(engine, run_id, seq=1, due_at=later(600_000))
     async with engine.begin() as conn:
-        moved = await steps_sql.hold_next(conn, run_id, "main", 0, later(300_000))
+        moved = await step_leases.hold_next(conn, run_id, "main", 0, later(300_000))
     assert moved is False
     assert (await step_row(engine, second))["due_at"] == later(600_000)
 
@@ -359,8 +359,8 @@ async def test_hold_next_twice_with_the_same_time_reports_zero_the_second_time(e
     await seed_step(engine, run_id, seq=0, status="done")
     await seed_step(engine, run_id, seq=1)
     async with engine.begin() as conn:
-        first = await steps_sql.hold_next(conn, run_id, "main", 0, later(300_000))
-        second = await steps_sql.hold_next(conn, run_id, "main", 0, later(300_000))
+        first = await step_leases.hold_next(conn, run_id, "main", 0, later(300_000))
+        second = await step_leases.hold_next(conn, run_id, "main", 0, later(300_000))
     assert (first, second) == (True, False)
 
 
@@ -370,7 +370,7 @@ async def test_hold_next_skips_a_step_that_is_already_running(engine: AsyncEngin
     await seed_step(engine, run_id, seq=1, status="running")
     third = await seed_step(engine, run_id, seq=2)
     async with engine.begin() as conn:
-        await steps_sql.hold_next(conn, run_id, "main", 0, later(300_000))
+        await step_leases.hold_next(conn, run_id, "main", 0, later(300_000))
     assert (await step_row(engine, third))["due_at"] == later(300_000)
 
 
@@ -482,8 +482,8 @@ async def test_confirm_resolves_a_parked_cue_and_cannot_touch_a_step_being_dispa
         engine, run_id, seq=1, status="running", claimed_by="host:1", claim_expires_at=later(60_000)
     )
     async with engine.begin() as conn:
-        assert await steps_sql.confirm_parked(conn, parked, T0, actor="gm", note="gate opened")
-        assert not await steps_sql.confirm_parked(conn, busy, T0, actor="gm", note="nope"), (
+        assert await step_settles.confirm_parked(conn, parked, T0, actor="gm", note="gate opened")
+        assert not await step_settles.confirm_parked(conn, busy, T0, actor="gm", note="nope"), (
             "a live lease is owned"
         )
     step = await step_row(engine, parked)
@@ -497,9 +497,9 @@ async def test_a_confirm_of_an_already_confirmed_cue_reports_zero_not_one(engine
     run_id = await seed_run(engine, status="running")
     parked = await seed_step(engine, run_id, status="running", claim_expires_at=None)
     async with engine.begin() as conn:
-        assert await steps_sql.confirm_parked(conn, parked, T0, actor="a", note=None)
+        assert await step_settles.confirm_parked(conn, parked, T0, actor="a", note=None)
     async with engine.begin() as conn:
-        assert not await steps_sql.confirm_parked(conn, parked, T0, actor="b", note=None)
+        assert not await step_settles.confirm_parked(conn, parked, T0, actor="b", note=None)
     assert (await step_row(engine, parked))["settled_by_name"] == "a"
 
 
@@ -512,13 +512,13 @@ async def test_skip_takes_a_pending_step_and_a_parked_cue_and_refuses_leased_and
     busy = await seed_step(engine, run_id, seq=2, status="running", claim_expires_at=later(60_000))
     failed = await seed_step(engine, run_id, seq=3, status="failed")
     async with engine.begin() as conn:
-        assert await steps_sql.skip_by_human(conn, pending, T0, actor="m", note=None)
-        assert await steps_sql.skip_by_human(conn, parked, T0, actor="m", note=None)
-        assert not await steps_sql.skip_by_human(conn, busy, T0, actor="m", note=None)
-        assert not await steps_sql.skip_by_human(conn, failed, T0, actor="m", note=None), (
+        assert await step_settles.skip_by_human(conn, pending, T0, actor="m", note=None)
+        assert await step_settles.skip_by_human(conn, parked, T0, actor="m", note=None)
+        assert not await step_settles.skip_by_human(conn, busy, T0, actor="m", note=None)
+        assert not await step_settles.skip_by_human(conn, failed, T0, actor="m", note=None), (
             "resume carries past it"
         )
-        assert not await steps_sql.skip_by_human(conn, pending, T0, actor="m", note=None), (
+        assert not await step_settles.skip_by_human(conn, pending, T0, actor="m", note=None), (
             "a second skip is told 0"
         )
 
@@ -532,8 +532,8 @@ async def test_cancel_open_closes_pending_and_parked_and_leaves_a_leased_step_al
     parked = await seed_step(engine, run_id, seq=2, status="running", claim_expires_at=None)
     pending = await seed_step(engine, run_id, seq=3)
     async with engine.begin() as conn:
-        assert await steps_sql.cancel_open(conn, run_id, T0) == 2
-        assert await steps_sql.cancel_open(conn, run_id, T0) == 0
+        assert await step_settles.cancel_open(conn, run_id, T0) == 2
+        assert await step_settles.cancel_open(conn, run_id, T0) == 0
     assert (await step_row(engine, done))["status"] == "done"
     assert (await step_row(engine, busy))["status"] == "running", "nothing can recall a command already sent"
     assert (await step_row(engine, parked))["status"] == "cancelled", (
@@ -547,9 +547,9 @@ async def test_requeue_only_takes_a_failed_step_and_puts_attempts_back_to_zero(e
     failed = await seed_step(engine, run_id, seq=0, status="failed", attempts=3, due_at=later(30_000))
     pending = await seed_step(engine, run_id, seq=1)
     async with engine.begin() as conn:
-        assert await steps_sql.requeue(conn, failed, T0)
-        assert not await steps_sql.requeue(conn, failed, T0), "a second requeue is told 0"
-        assert not await steps_sql.requeue(conn, pending, T0)
+        assert await step_settles.requeue(conn, failed, T0)
+        assert not await step_settles.requeue(conn, failed, T0), "a second requeue is told 0"
+        assert not await step_settles.requeue(conn, pending, T0)
     row = await step_row(engine, failed)
     assert (row["status"], row["attempts"], row["due_at"]) == ("pending", 0, None), (
         "due now, not at the old backoff"
@@ -588,11 +588,11 @@ async def test_finish_and_reschedule_refuse_a_runner_that_no_longer_holds_the_st
         engine, run_id, status="running", claimed_by="host:2", claim_expires_at=later(60_000)
     )
     async with engine.begin() as conn:
-        assert not await steps_sql.finish(conn, step_id, "host:1", "done", T0)
-        assert not await steps_sql.reschedule(conn, step_id, "host:1", later(30_000), "x", T0)
-        assert not await steps_sql.park(conn, step_id, "host:1", T0)
-        assert await steps_sql.finish(conn, step_id, "host:2", "done", T0)
-        assert not await steps_sql.finish(conn, step_id, "host:2", "done", T0), "a second finish is told 0"
+        assert not await step_leases.finish(conn, step_id, "host:1", "done", T0)
+        assert not await step_leases.reschedule(conn, step_id, "host:1", later(30_000), "x", T0)
+        assert not await step_leases.park(conn, step_id, "host:1", T0)
+        assert await step_leases.finish(conn, step_id, "host:2", "done", T0)
+        assert not await step_leases.finish(conn, step_id, "host:2", "done", T0), "a second finish is told 0"
 
 
 async def test_release_keeps_a_wake_written_by_a_control_during_the_tick(engine: AsyncEngine) -> None:
