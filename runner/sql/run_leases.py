@@ -17,8 +17,6 @@ from runner.records import DueRun
 from runner.schema import definitions, runs
 from runner.states import RUN_IN_PROGRESS, RUN_TICKABLE, RunStatus
 
-Row = sa.RowMapping
-
 
 async def claim_start(
     conn: AsyncConnection, run_id: int, owner: str, lease_until: dt.datetime, now: dt.datetime
