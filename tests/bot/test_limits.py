@@ -12,7 +12,8 @@ from actions import limits
 from actions.delivery import Cue
 from bot.cue_messages import cue_embed
 from bot.discord_delivery import nonce_for
-from bot.rendering import batch_lines, status_embed
+from bot.log_lines import batch_lines
+from bot.rendering import status_embed
 from runner.views import PhaseView, RunView, StepContext, StepView
 
 
