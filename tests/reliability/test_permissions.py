@@ -80,6 +80,7 @@ CONTROLS = (
     "skip",
     "status",
     "list",
+    "upcoming",
     "cue Confirm",
     "cue Skip",
     "Start anyway",
@@ -87,6 +88,8 @@ CONTROLS = (
 )
 # The buttons among them; the rest are ``/event`` subcommands.
 BUTTONS = ("cue Confirm", "cue Skip", "Start anyway", "Rehearse anyway")
+# The ones that only read.
+READS = ("status", "list", "upcoming")
 # The ones that start a run (tried with nothing in flight).
 STARTS = ("start", "rehearse", "Start anyway", "Rehearse anyway")
 
@@ -108,6 +111,7 @@ CAPABILITY = {
     "skip": "control",
     "status": "staff",
     "list": "staff",
+    "upcoming": "staff",
     "cue Confirm": "cue",
     "cue Skip": "cue",
     "Start anyway": "start",
@@ -132,6 +136,7 @@ MATRIX = {
     "skip": ("-", "-", "Y", "Y", "-", "-"),
     "status": ("-", "Y", "Y", "Y", "-", "-"),
     "list": ("-", "Y", "Y", "Y", "-", "-"),
+    "upcoming": ("-", "Y", "Y", "Y", "-", "-"),
     "cue Confirm": ("-", "Y", "-", "Y", "-", "-"),
     "cue Skip": ("-", "Y", "-", "Y", "-", "-"),
     "Start anyway": ("-", "-", "Y", "Y", "-", "-"),
@@ -266,7 +271,8 @@ async def snapshot(engine: AsyncEngine) -> Snapshot:
     out: Snapshot = {}
     async with engine.connect() as conn:
         for table in metadata.sorted_tables:
-            result = await conn.exec_driver_sql(f"SELECT * FROM {table.name} ORDER BY id")
+            key = ", ".join(column.name for column in table.primary_key.columns)
+            result = await conn.exec_driver_sql(f"SELECT * FROM {table.name} ORDER BY {key}")
             out[table.name] = [tuple(row) for row in result.all()]
     return out
 
@@ -375,6 +381,7 @@ async def act(world: World, control: str, actor: str, staged: Stage) -> simcord.
         "skip": {"run": RUN, "step": CUE},
         "status": {"run": RUN},
         "list": {},
+        "upcoming": {},
     }[control]
     return await member.slash(channel, f"event {control}", **options)
 
@@ -400,7 +407,7 @@ async def assert_succeeded(
 ) -> None:
     engine = world.engine
     member = world.actors[actor]
-    if control in ("status", "list"):
+    if control in READS:
         assert result.acknowledged and result.ephemeral
         embeds = [e for m in [result.response, *result.followups] if m is not None for e in m.embeds]
         assert embeds, "a read answers with an embed"
