@@ -154,6 +154,15 @@ def _not_plain(params: dict[str, Any]) -> str | None:
     return None
 
 
+def _plain_params(value: Any) -> Any:
+    """The ``params`` of a step or a reminder: JSON's values only (see ``_not_plain``)."""
+    if isinstance(value, dict):
+        problem = _not_plain(value)
+        if problem:
+            raise ValueError(problem)
+    return value
+
+
 def _seconds(value: Any, what: str, most: int) -> float:
     """A duration as authors write it (``90``, ``"15m"``, ``"1h30m"``), more than zero and at most
     ``most`` seconds."""
@@ -192,14 +201,7 @@ class ReminderDefinition(_Strict):
     def _lead(cls, value: Any) -> float:
         return _seconds(value, "a reminder's lead time", MAX_REMINDER_LEAD_SECONDS)
 
-    @field_validator("params", mode="before")
-    @classmethod
-    def _plain_values(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            problem = _not_plain(value)
-            if problem:
-                raise ValueError(problem)
-        return value
+    _plain_values = field_validator("params", mode="before")(_plain_params)
 
     def shown_lead(self) -> str:
         """``1h``, ``15m``, ``1h30m``: the lead as a person reads it."""
@@ -231,14 +233,7 @@ class StepDefinition(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     on_failure: Literal["skip", "pause", "abort_run"] = "pause"
 
-    @field_validator("params", mode="before")
-    @classmethod
-    def _plain_values(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            problem = _not_plain(value)
-            if problem:
-                raise ValueError(problem)
-        return value
+    _plain_values = field_validator("params", mode="before")(_plain_params)
 
 
 class PhaseDefinition(_Strict):

@@ -18,7 +18,7 @@ from runner.clock import Clock
 from runner.history import RunDegraded, RunEnding, RunRecovered, record
 from runner.lifecycle import move_run
 from runner.records import RunRecord, StepRecord
-from runner.registry import ActionRegistry
+from runner.registry import ActionRegistry, Envelope
 from runner.sql import run_health as health_sql
 from runner.states import Health, OnFailure, RunStatus
 
@@ -227,3 +227,17 @@ class RunnerBase:
             error=error,
         )
         return True
+
+
+def step_envelope(run: RunRecord, step: StepRecord) -> Envelope:
+    """What an action is handed to perform ``step`` of ``run`` (a phase's step or a reminder):
+    the step's own idempotency key, so every attempt sends the same nonce."""
+    return Envelope(
+        actor=run.started_by,
+        idempotency_key=step.idempotency_key,
+        params=dict(step.params or {}),
+        run_id=run.id,
+        scope=run.scope,
+        step_id=step.id,
+        verify=False,
+    )

@@ -23,10 +23,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from runner.db import retry_on_conflict
 from runner.definitions import EventDefinition
 from runner.dispatch import Classified, perform
-from runner.engine.core import Lease, RunnerBase, TickReport, log
+from runner.engine.core import Lease, RunnerBase, TickReport, log, step_envelope
 from runner.history import ReminderFailed, ReminderSent, ReminderSkip, ReminderSkipped, StepRetry, record
 from runner.records import DueRun, RunRecord, StepRecord
-from runner.registry import Envelope
 from runner.sql import reminders as reminders_sql
 from runner.sql import run_leases
 from runner.sql import runs as runs_sql
@@ -146,15 +145,7 @@ class Reminding(RunnerBase):
         if not await self._claim_reminder(lease, step):
             return False
         report.steps_dispatched += 1
-        envelope = Envelope(
-            actor=run.started_by,
-            idempotency_key=step.idempotency_key,
-            params=dict(step.params or {}),
-            run_id=run.id,
-            scope=run.scope,
-            step_id=step.id,
-            verify=False,
-        )
+        envelope = step_envelope(run, step)
         outcome = await perform(self.registry, envelope, step.action_id)
         await self._settle_reminder(run, definition, step, step.attempts + 1, outcome, late)
         return True

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from runner.db import retry_on_conflict
 from runner.definitions import EventDefinition
 from runner.dispatch import Classified, perform
-from runner.engine.core import Go, Lease, Orphaned, Stop, TickReport, Verdict, log
+from runner.engine.core import Go, Lease, Orphaned, Stop, TickReport, Verdict, log, step_envelope
 from runner.engine.phases import Phasing
 from runner.history import (
     LineBatch,
@@ -26,7 +26,6 @@ from runner.history import (
     written_together,
 )
 from runner.records import RunRecord, StepRecord
-from runner.registry import Envelope
 from runner.sql import run_leases, step_leases
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
@@ -64,15 +63,7 @@ class Stepping(Phasing):
             # Paused or cancelled underneath us, or a human settled this step: look again.
             return Go.REREAD
         report.steps_dispatched += 1
-        envelope = Envelope(
-            actor=run.started_by,
-            idempotency_key=step.idempotency_key,
-            params=dict(step.params or {}),
-            run_id=run.id,
-            scope=run.scope,
-            step_id=step.id,
-            verify=False,
-        )
+        envelope = step_envelope(run, step)
         outcome = await perform(self.registry, envelope, step.action_id)
         attempts = step.attempts + 1  # the row was read before our claim counted this one
         then = _Then(definition, following if may_claim_next else None, last=following is None)
