@@ -238,6 +238,9 @@ async def test_a_held_concurrency_key_holds_the_run_and_logs_the_reason_once(wor
     world.register(world.scripted.action("test.noop"), world.scripted.action("test.cue"))
     world.scripted["test.cue"].answer = {"ok": True, "await": "human"}
     holder = await world.seed_run([phase("main", step("test.cue"))], concurrency_key="invasion:Yew")
+    # The holder takes the key before the other run exists: two runs due at one instant start
+    # concurrently, and which of them takes the key first is the database's to decide.
+    await world.tick(T0)
     waiting = await world.seed_run([phase("main", step("test.noop"))], concurrency_key="invasion:Yew")
 
     await world.tick(T0)
