@@ -28,6 +28,7 @@ from discord.ext import commands
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.channel_budget import ChannelBudget
 from bot.clock import DiscordClock
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import DATABASE_ERRORS, StartupError
@@ -72,9 +73,11 @@ class EventBot(commands.Bot):
         self.config = config
         self.engine = engine
         self.clock: Clock = clock or DiscordClock()
+        # Every send and edit to a channel takes a slot first (Discord's 5 per 5 s per channel).
+        self.channel_budget = ChannelBudget()
         self.services: Services[DiscordDelivery] = assemble(
             engine,
-            lambda describe: DiscordDelivery(self, config, describe),
+            lambda describe: DiscordDelivery(self, config, describe, self.channel_budget),
             clock=self.clock,
             settings=runner_settings or self._runner_settings(config),
             owner=owner,

@@ -31,6 +31,7 @@ from actions import limits, mentions
 from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted
 from actions.mentions import Mentions, PingPolicy
 from actions.messaging import Describe
+from bot.channel_budget import ChannelBudget
 from bot.cue_messages import cue_embed, cue_view, mark_settled, settled_text
 from bot.rendering import REHEARSAL_MARK, clip, person
 from runner.controls import CueRef
@@ -63,10 +64,18 @@ def _label(channel: Any, ref: str) -> str:
 
 
 class DiscordDelivery:
-    def __init__(self, bot: discord.Client, config: Config, describe: Describe | None = None) -> None:
+    def __init__(
+        self,
+        bot: discord.Client,
+        config: Config,
+        describe: Describe | None = None,
+        budget: ChannelBudget | None = None,
+    ) -> None:
         self.bot = bot
         self.config = config
         self.describe = describe
+        # Shared with the staff log and the live run messages: one channel, one budget.
+        self.budget = budget or ChannelBudget()
 
     # ── Delivery ──────────────────────────────────────────────────────────
 
@@ -268,6 +277,7 @@ class DiscordDelivery:
     ) -> discord.Message:
         ids = {"run_id": request.run_id, "step_id": request.step_id, "channel_id": channel.id}
         try:
+            await self.budget.take(channel.id)
             return await channel.send(embed=embed, nonce=nonce_for(request.idempotency_key), **fields)
         except discord.Forbidden as exc:
             error = DeliveryError(self._forbidden(channel, exc, embed is not None), transient=False)

@@ -27,6 +27,7 @@ from runner.views.runs import (
     list_runs,
     reminders_of_run,
     run_view,
+    step_name,
 )
 from runner.views.step_context import StepContext, step_describer
 
@@ -48,5 +49,6 @@ __all__ = [
     "reminders_of_run",
     "run_view",
     "step_describer",
+    "step_name",
     "upcoming",
 ]

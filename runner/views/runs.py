@@ -78,6 +78,16 @@ class RunView:
         return [s for p in self.phases for s in p.steps if s.id is not None and s.status in STEP_OPEN]
 
 
+def step_name(step_id: int | None, label: str | None = None) -> str:
+    """How every front end names a step to a person: by its id, the number ``/event skip`` and
+    the cue card's footer use too, with its label where it has one (``step 5 (Open the gates)``).
+    One numbering only: a step's place in its phase is never shown as a number, because two
+    numbers for one step in consecutive lines read as two steps."""
+    if step_id is None:
+        return f"a step ({label})" if label else "a step"
+    return f"step {step_id} ({label})" if label else f"step {step_id}"
+
+
 def _label(step_label: str | None, action_id: str) -> str:
     return step_label or action_id
 
