@@ -48,6 +48,7 @@ __all__ = [
     "STEP_OPEN",
     "definitions",
     "listings",
+    "live_messages",
     "metadata",
     "run_log",
     "runs",
@@ -253,4 +254,30 @@ listings = sa.Table(
     sa.Index("idx_evlist_status", "pushed_status"),
     # Failed pushes are retried when their back-off lease runs out.
     sa.Index("idx_evlist_retry", "claim_expires_at"),
+)
+
+live_messages = sa.Table(
+    "event_run_live_messages",
+    metadata,
+    # One row per run followed by a live message in the staff channel. The row is written
+    # (claimed) before the message is posted, so its primary key is what stops two processes
+    # posting two live messages for one run.
+    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evlive_run"), primary_key=True),
+    sa.Column("channel_id", sa.String(32), nullable=False),
+    # The Discord message, once Discord has answered the post; NULL again when it was deleted.
+    sa.Column("message_id", sa.String(32), nullable=True),
+    # Messages posted for this run so far: the next post's nonce is built from it, so a post
+    # repeated after a crash carries the same nonce (Discord returns the first message) while a
+    # post replacing a deleted message carries a new one.
+    sa.Column("posts", sa.Integer, nullable=False, server_default=sa.text("0")),
+    # sha256 of the last render Discord accepted: a render equal to it is never sent again.
+    sa.Column("digest", sa.String(64), nullable=True),
+    # Set with the edit that shows how the run ended; the message is never looked at again.
+    sa.Column("closed", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("claimed_by", sa.String(64), nullable=True),
+    sa.Column("claim_expires_at", _utc_datetime(), nullable=True),
+    sa.Column("created_at", _utc_datetime(), nullable=False),
+    sa.Column("updated_at", _utc_datetime(), nullable=False),
+    # The start-up reconcile reads the open messages only.
+    sa.Index("idx_evlive_closed", "closed"),
 )

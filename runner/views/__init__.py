@@ -7,7 +7,8 @@ read, and this module is its public face (front ends name ``runner.views``, not 
 - ``definitions``: the published events' listing, the schedule people read (``upcoming``), and
   the current definition a start preflights;
 - ``step_context``: ``step_describer``, where a step sits, for the text of its messages;
-- ``log``: a run's history and the run-log feed (``log_for_run``, ``latest_log_id``, ``log_after``).
+- ``log``: a run's history and the run-log feed (``log_for_run``, ``latest_log_id``, ``log_after``);
+- ``live``: what a run's live message in the staff channel shows, and where it is (``live_message_of``).
 """
 
 from runner.views.definitions import (
@@ -17,6 +18,7 @@ from runner.views.definitions import (
     list_definitions,
     upcoming,
 )
+from runner.views.live import live_message_of
 from runner.views.log import latest_log_id, log_after, log_for_run
 from runner.views.runs import (
     PhaseView,
@@ -44,6 +46,7 @@ __all__ = [
     "latest_log_id",
     "list_definitions",
     "list_runs",
+    "live_message_of",
     "log_after",
     "log_for_run",
     "reminders_of_run",
