@@ -1,0 +1,118 @@
+"""A definition checked completely: the one check ``python -m bot validate`` / ``publish`` run on
+files and ``/event validate`` / ``/event publish`` run on an attachment, so what passes on the
+command line passes in Discord, and the other way round.
+
+Completely means: read as UTF-8 YAML and validated (the schema and every step's params,
+``runner.definitions.validate``); then, with a config that names a server's channels or roles,
+every alias each valid definition names, against that config (``check_aliases``); and, across
+files checked together, no key used twice (``check_keys``). Nothing here imports discord.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from actions import build_registry
+from runner import schedule
+from runner.clock import SystemClock
+from runner.definitions import EventDefinition, ManualSchedule, load_file, parse_yaml, validate
+from runner.errors import DefinitionError, Problem
+from runner.preflight import preflight
+from runner.registry import ActionRegistry
+from wiring.config import Config
+
+
+@dataclass
+class CheckedFile:
+    path: Path
+    definition: EventDefinition | None
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return self.definition is not None and not self.problems
+
+
+def check_file(path: Path, registry: ActionRegistry) -> CheckedFile:
+    """A file on disk, read and validated."""
+    try:
+        return CheckedFile(path, load_file(path, registry))
+    except DefinitionError as exc:
+        return CheckedFile(path, None, list(exc.problems))
+
+
+def check_bytes(
+    name: str, data: bytes, registry: ActionRegistry, *, now: dt.datetime | None = None
+) -> CheckedFile:
+    """A file's bytes (an upload) read and validated exactly as ``check_file`` reads a file on
+    disk: ``name`` stands where the path would. ``now`` (naive UTC) decides whether a ``once``
+    is still to come; the wall clock when not given, as on the command line."""
+    path = Path(name)
+    try:
+        raw = parse_yaml(data, file=str(path))
+        return CheckedFile(path, validate(raw, registry, file=str(path), now=now))
+    except DefinitionError as exc:
+        return CheckedFile(path, None, list(exc.problems))
+
+
+def checks_aliases(config: Config | None) -> bool:
+    """Whether ``config`` names anything a definition's aliases could be checked against."""
+    return config is not None and bool(config.channels or config.roles)
+
+
+async def check_aliases(checked: Sequence[CheckedFile], config: Config) -> None:
+    """Every channel, ``gm_channel`` and ping role the valid definitions name, against the
+    config. It is the preflight the bot runs before a start, with the rehearsal's offline
+    delivery in Discord's place: that delivery refuses what the config lacks, exactly as it does
+    when the step runs, so what passes here is what a rehearsal (and the bot) will post."""
+    # Imported only when there is a config to check against: it is the whole rehearsal package.
+    from rehearsal import Console, ConsoleDelivery
+
+    async def no_context(run_id: int, step_id: int) -> None:
+        return None
+
+    console = Console(SystemClock(), as_json=False, stream=io.StringIO())
+    registry = build_registry(ConsoleDelivery(console, config), no_context)
+    for item in checked:
+        if item.definition is None:
+            continue
+        found = await preflight(registry, item.definition, scope=item.definition.run_scopes()[0])
+        item.problems.extend(
+            Problem(p.message, file=str(item.path), phase=p.phase, step=p.step, field=p.field) for p in found
+        )
+
+
+def check_keys(checked: Sequence[CheckedFile]) -> None:
+    """No two files checked together use one key: publishing both would make the second
+    silently replace the first."""
+    by_key: dict[str, list[CheckedFile]] = defaultdict(list)
+    for item in checked:
+        if item.definition is not None:
+            by_key[item.definition.key].append(item)
+    for key, items in by_key.items():
+        for item in items if len(items) > 1 else ():
+            others = ", ".join(str(other.path) for other in items if other is not item)
+            item.problems.append(
+                Problem(f"key {key!r} is also used by {others}", file=str(item.path), field="key")
+            )
+
+
+NEXT_SHOWN = 3
+
+
+def next_lines(definition: EventDefinition, now: dt.datetime) -> list[str]:
+    """A scheduled event's next occurrences, each in its own zone and in UTC (none for a manual
+    event): what its schedule really means, before it is published."""
+    zone = schedule.zone_of(definition)
+    moments = schedule.next_occurrences(definition, now, NEXT_SHOWN)
+    if isinstance(definition.schedule, ManualSchedule):
+        return []
+    if not moments:
+        return ["next: none (the schedule has no more occurrences)"]
+    shown = [schedule.shown(moment, zone) for moment in moments]
+    return [f"next: {shown[0]}", *(f"      {line}" for line in shown[1:])]
