@@ -1,0 +1,401 @@
+#!/usr/bin/env python3
+"""The README's pictures: ``python scripts/pictures.py`` redraws every PNG in ``docs/pictures/``.
+
+What players, GMs and staff see, as Discord draws it, from the real bot: ``create_bot`` on a
+migrated SQLite database, driven through simcord (an offline Discord) and photographed by
+simcord's preview in a headless Chromium. The event is ``examples/invasion.yaml`` (one world,
+``aurora``), the config is ``config.example.yaml``'s aliases and permissions on a simulated
+server, so the pictures show what a new server set up from the README would show.
+
+These are pictures, not tests: they assert nothing (the simcord tests in ``tests/bot/`` do), they
+need a browser the test suite does not, and a changed pixel is not a defect. Run it after
+changing how a message looks, and commit the PNGs it writes.
+
+Needs the ``pictures`` extra (``.venv/bin/pip install -e '.[pictures]'``) and a Chromium:
+Debian's ``chromium`` package (``apt-get install -y chromium``), found at ``/usr/bin/chromium`` or
+wherever ``$CHROMIUM`` says. ``--only NAME`` redraws some scenes; ``--list`` names them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "docs" / "pictures"
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+
+
+def _into_the_venv() -> None:
+    """Run under ``.venv``'s Python when started with another one (``python scripts/pictures.py``
+    from a shell without the venv active), as the quick-start scripts do."""
+    if importlib.util.find_spec("simcord") is not None:
+        return
+    if VENV_PYTHON.exists() and Path(sys.executable).resolve() != VENV_PYTHON.resolve():
+        os.execv(str(VENV_PYTHON), [str(VENV_PYTHON), *sys.argv])
+    sys.exit(
+        "scripts/pictures.py needs eventbot's test and pictures extras: pip install -e '.[test,pictures]'"
+    )
+
+
+_into_the_venv()
+sys.path.insert(0, str(ROOT))
+
+import discord  # noqa: E402
+import simcord  # noqa: E402
+import yaml  # noqa: E402
+from discord.ext import commands  # noqa: E402
+from simcord.preview import _capture  # noqa: E402
+from sqlalchemy.ext.asyncio import AsyncEngine  # noqa: E402
+
+from actions import validation_registry  # noqa: E402
+from bot.app import EventBot, create_bot, sync_tree  # noqa: E402
+from runner import catalog  # noqa: E402
+from runner.db import create_engine  # noqa: E402
+from runner.definitions.loading import load_file  # noqa: E402
+from runner.migrate import upgrade  # noqa: E402
+from wiring.config import Config  # noqa: E402
+
+EVENT = ROOT / "examples" / "invasion.yaml"
+EXAMPLE_CONFIG = ROOT / "config.example.yaml"
+SCOPE = "aurora"
+BOT_NAME = "eventbot"
+# A picture wide enough for an embed beside its avatar, short enough to stay a few tens of KB.
+WIDTH, HEIGHT = 900, 520
+# /event status lists every phase and step: taller, so the whole embed is in the picture.
+STATUS_HEIGHT = 760
+# The bot's loop sleeps this long between ticks; simcord's clock is virtual, so it costs nothing.
+TICK = 5.0
+# simcord gives the bot this long (real seconds) to settle after each action; generous, because a
+# browser shares the machine.
+SETTLE_TIMEOUT = 30.0
+
+
+def chromium_path() -> str:
+    """The system Chromium: ``$CHROMIUM``, else Debian's, else one on the PATH."""
+    for candidate in (os.environ.get("CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium")):
+        if candidate and Path(candidate).exists():
+            return candidate
+    sys.exit(
+        "no Chromium found: install Debian's (apt-get install -y chromium) or set CHROMIUM to a Chromium binary"
+    )
+
+
+def use_system_chromium(executable: str) -> None:
+    """simcord's capture launches ``playwright.chromium.launch()`` with no arguments, which only
+    finds the browser Playwright downloads itself (not available here) and cannot be told a path.
+    So its ``ManagedCapture._ensure_browser`` is replaced, for this process only, by the same
+    method launching the system Chromium; ``--no-sandbox`` because Chromium refuses its sandbox
+    when run as root (as in a container). Everything else about the capture is simcord's own."""
+
+    async def _ensure_browser(self: Any) -> Any:
+        if self._browser is not None:
+            return self._browser
+        from playwright.async_api import async_playwright
+
+        try:
+            self._playwright = await async_playwright().start()
+            self._browser = await self._playwright.chromium.launch(
+                executable_path=executable, args=["--no-sandbox"]
+            )
+        except BaseException:
+            await self.close()
+            raise
+        return self._browser
+
+    _capture.ManagedCapture._ensure_browser = _ensure_browser  # type: ignore[method-assign]
+
+
+# ── The simulated server ───────────────────────────────────────────────────────
+
+
+@dataclass
+class World:
+    """The simulated server set up as ``config.example.yaml`` describes, the bot, and three
+    people: a player, a game master and a member of the event team."""
+
+    env: simcord.Env
+    engine: AsyncEngine
+    guild: simcord.GuildHandle
+    channels: dict[str, simcord.ChannelHandle]
+    roles: dict[str, simcord.RoleHandle]
+    player: simcord.MemberActor
+    gm: simcord.MemberActor
+    staff: simcord.MemberActor
+    config: Config
+
+    def now(self) -> dt.datetime:
+        return self.env.now().replace(tzinfo=None)
+
+    def channel(self, alias: str) -> simcord.ChannelHandle:
+        return self.channels[alias]
+
+    async def start_bot(self) -> EventBot:
+        """A new bot process, as ``python -m bot run`` would start it, swapped into the world."""
+        bot = create_bot(self.config, self.engine)
+        await self.env.restart_bot(bot)
+        await sync_tree(bot, self.guild.id)
+        return bot
+
+    async def advance(self, seconds: float) -> None:
+        await self.env.advance_time(seconds)
+
+
+ROLE_COLOURS = {
+    "staff": 0xE67E22,
+    "event-team": 0x3498DB,
+    "game-masters": 0x9B59B6,
+    "quizmasters": 0x1ABC9C,
+    "invasion-alerts": 0x2ECC71,
+    "quiz-fans": 0xF1C40F,
+}
+
+
+def world_config(
+    guild: simcord.GuildHandle,
+    channels: dict[str, simcord.ChannelHandle],
+    roles: dict[str, simcord.RoleHandle],
+) -> Config:
+    """``config.example.yaml`` with this world's ids in place of its made-up ones."""
+    data = yaml.safe_load(EXAMPLE_CONFIG.read_text(encoding="utf-8"))
+    data.update(
+        database_url="sqlite+aiosqlite:///unused.sqlite3",
+        guild_id=guild.id,
+        channels={alias: channel.id for alias, channel in channels.items()},
+        roles={alias: role.id for alias, role in roles.items()},
+        tick_interval_seconds=TICK,
+        # simcord freezes its clock while the bot settles: a wait held in process would never end.
+        hold_waits_in_process=False,
+    )
+    return Config.model_validate(data)
+
+
+@contextlib.asynccontextmanager
+async def world() -> AsyncIterator[World]:
+    with tempfile.TemporaryDirectory(prefix="eventbot-pictures-") as tmp:
+        engine = create_engine(f"sqlite+aiosqlite:///{Path(tmp) / 'eventbot.sqlite3'}")
+        await upgrade(engine)
+        # A bare placeholder: the real bot needs the simulated ids in its config, which exist only
+        # once the simulation runs (tests/bot/conftest.py does the same).
+        placeholder = commands.Bot(command_prefix=commands.when_mentioned, intents=discord.Intents.default())
+        env = simcord.Env(placeholder, settle_timeout=SETTLE_TIMEOUT)
+        # simcord calls its bot "TestBot"; the pictures show the name a server would give it.
+        env.backend.bot_user.name = BOT_NAME
+        await env.start()
+        try:
+            with env.time_context():
+                yield await _populate(env, engine)
+        finally:
+            await env.shutdown()
+            await engine.dispose()
+
+
+async def _populate(env: simcord.Env, engine: AsyncEngine) -> World:
+    example = yaml.safe_load(EXAMPLE_CONFIG.read_text(encoding="utf-8"))
+    guild = env.create_guild("Shadow Realms", id=100_000_000_000_000_001)
+    channels = {alias: guild.create_text_channel(alias) for alias in example["channels"]}
+    roles = {
+        alias: guild.create_role(
+            alias, color=ROLE_COLOURS.get(alias, 0), mentionable=alias.endswith("-alerts")
+        )
+        for alias in example["roles"]
+    }
+    config = world_config(guild, channels, roles)
+    w = World(
+        env=env,
+        engine=engine,
+        guild=guild,
+        channels=channels,
+        roles=roles,
+        player=guild.add_member(env.create_user("robin"), roles=[roles["invasion-alerts"]], nick="Robin"),
+        gm=guild.add_member(env.create_user("gwen"), roles=[roles["game-masters"]], nick="Gwen (GM)"),
+        staff=guild.add_member(env.create_user("morgan"), roles=[roles["event-team"]], nick="Morgan"),
+        config=config,
+    )
+    definition = load_file(EVENT, validation_registry())
+    await catalog.publish(engine, definition, w.now(), source=str(EVENT.name), actor="pictures")
+    await w.start_bot()
+    return w
+
+
+# ── The scenes ──────────────────────────────────────────────────────────────────
+
+
+@dataclass
+class Shot:
+    name: str
+    what: str
+    path: Path | None = None
+    skipped: str | None = None
+
+
+class Camera:
+    """One preview session per channel and viewer; each shot a viewport PNG of the channel."""
+
+    def __init__(self, w: World, out: Path, only: set[str] | None) -> None:
+        self.w, self.out, self.only = w, out, only
+        self.shots: list[Shot] = []
+
+    def wanted(self, name: str) -> bool:
+        return self.only is None or name in self.only
+
+    async def take(
+        self,
+        name: str,
+        what: str,
+        channel: simcord.ChannelHandle,
+        viewer: simcord.MemberActor,
+        target: Any = None,
+        *,
+        height: int = HEIGHT,
+    ) -> None:
+        if not self.wanted(name):
+            return
+        path = self.out / f"{name}.png"
+        async with self.w.env.preview(
+            channel, viewers=[viewer], layout="channel", width=WIDTH, height=height
+        ) as preview:
+            if target is not None:
+                await preview.show(target)
+            await preview.screenshot(path, viewer=viewer, mode="viewport")
+        shrink(path)
+        self.shots.append(Shot(name, what, path))
+
+    def skip(self, name: str, what: str, why: str) -> None:
+        if self.wanted(name):
+            self.shots.append(Shot(name, what, skipped=why))
+
+
+def shrink(path: Path) -> None:
+    """Re-save ``path`` with a 256-colour palette: Discord's flat dark theme loses nothing visible,
+    and each picture drops to a third of its size (the README loads all of them)."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        small = image.convert("RGB").quantize(256, dither=Image.Dither.NONE)
+    small.save(path, optimize=True)
+
+
+def live_messages_available() -> bool:
+    """The live run message (issue 12) is drawn by ``bot.live_runs`` once it exists."""
+    # Looked for beside this script, not by import: an editable install would find the module in
+    # another checkout than the one being drawn.
+    return (ROOT / "bot" / "live_runs.py").exists()
+
+
+async def shoot(w: World, camera: Camera) -> None:
+    """One run of the invasion in one world, photographed as it goes."""
+    staff_room = w.channel("event-chat")
+    announcements, gm_cues, staff_log = (
+        w.channel("announcements"),
+        w.channel("gm-cues"),
+        w.channel("staff-log"),
+    )
+
+    # A player tries a staff control: refused, with the roles that may, and nothing done.
+    started = await w.staff.slash(staff_room, "event start", definition="shadow-invasion", scope=SCOPE)
+    run_id = _run_id(started)
+    refused = await w.player.slash(staff_room, "event pause", run=run_id)
+    await camera.take("refused-control", "a player trying /event pause", staff_room, w.player, refused)
+
+    await camera.take(
+        "announcement", "the opening announcement, as a player sees it", announcements, w.player
+    )
+
+    # A pause and a resume by staff, so the staff log shows who pressed what.
+    await w.staff.slash(staff_room, "event pause", run=run_id)
+    await w.staff.slash(staff_room, "event resume", run=run_id)
+
+    # Through the gathering and the waves, to the cue for the Warlord.
+    await w.advance(10 * 60 + TICK)
+    await w.advance(15 * 60 + TICK)
+    await camera.take("cue-before", "the GM cue, waiting for a GM", gm_cues, w.gm)
+
+    status = await w.staff.slash(staff_room, "event status", run=run_id)
+    await camera.take(
+        "status", "/event status while the cue waits", staff_room, w.staff, status, height=STATUS_HEIGHT
+    )
+
+    if live_messages_available():
+        await camera.take("live-run", "the live run message in the staff log channel", staff_log, w.staff)
+    else:
+        camera.skip("live-run", "the live run message", "bot/live_runs.py is not in this tree yet")
+
+    await w.gm.click(gm_cues.last_message, label="Confirm")
+    await camera.take("cue-after", "the GM cue after Confirm", gm_cues, w.gm)
+
+    await w.advance(5 * 60 + TICK)
+    await w.advance(TICK)
+    await camera.take("staff-log", "the staff log once the run has completed", staff_log, w.staff)
+
+
+def _run_id(result: Any) -> int:
+    """The run id from ``/event start``'s answer ("✅ started … as run 1")."""
+    text = _answer_text(result)
+    digits = text.rsplit("run ", 1)[-1].strip(" .")
+    if not digits.isdigit():
+        raise SystemExit(f"/event start did not start a run: {text!r}")
+    return int(digits)
+
+
+def _answer_text(result: Any) -> str:
+    """An interaction's last visible answer (every ``/event`` command defers, then follows up)."""
+    if result.followups:
+        return str(result.followups[-1].content)
+    return str(result.response.content) if result.response is not None else ""
+
+
+# ── Command line ─────────────────────────────────────────────────────────────────
+
+SCENES = ("announcement", "cue-before", "cue-after", "live-run", "status", "staff-log", "refused-control")
+
+
+async def main_async(out: Path, only: set[str] | None) -> list[Shot]:
+    async with world() as w:
+        camera = Camera(w, out, only)
+        await shoot(w, camera)
+        return camera.shots
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python scripts/pictures.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--out", type=Path, default=OUT, help=f"where the PNGs go (default: {OUT.relative_to(ROOT)})"
+    )
+    parser.add_argument("--only", nargs="+", choices=SCENES, metavar="NAME", help="redraw only these scenes")
+    parser.add_argument("--list", action="store_true", help="name the scenes and stop")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(SCENES))
+        return 0
+    use_system_chromium(chromium_path())
+    args.out.mkdir(parents=True, exist_ok=True)
+    began = time.monotonic()
+    shots = asyncio.run(main_async(args.out, set(args.only) if args.only else None))
+    for shot in shots:
+        if shot.skipped:
+            print(f"skipped {shot.name}: {shot.what}: {shot.skipped}")
+        else:
+            assert shot.path is not None
+            size = shot.path.stat().st_size // 1024
+            print(
+                f"wrote {shot.path.relative_to(ROOT) if shot.path.is_relative_to(ROOT) else shot.path} ({size} KB): {shot.what}"
+            )
+    print(f"{sum(1 for s in shots if not s.skipped)} pictures in {time.monotonic() - began:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
