@@ -18,6 +18,7 @@ from actions import limits
 from actions.delivery import Cue
 from bot.rendering import REHEARSAL_MARK, clip, fit, timestamp
 from runner.controls import CueRef
+from runner.views import step_name
 
 log = logging.getLogger(__name__)
 
@@ -52,13 +53,15 @@ def cue_embed(cue: Cue) -> discord.Embed:
     if context is not None:
         embed.set_author(name=clip(context.event_title, limits.EMBED_TITLE_MAX))
         embed.add_field(name="Phase", value=clip(context.phase_label, 1024), inline=True)
-        step = f"{context.step_index + 1}. {context.step_label or cue.title}"
+        # Named by its id, as the footer, /event skip and /event status name it: its place in
+        # the phase beside the id read as two steps ("1. Open the gates" over "step 2").
+        step = step_name(cue.step_id, clip(context.step_label or cue.title, 900))
         embed.add_field(name="Step", value=clip(step, 1024), inline=True)
         if context.scope:
             embed.add_field(name="Scope", value=clip(context.scope, 1024), inline=True)
     rehearsal = bool(context and context.rehearsal)
     embed.set_footer(
-        text=f"{REHEARSAL_MARK + ' nothing here is live · ' if rehearsal else ''}run {cue.run_id} · step {cue.step_id}"
+        text=f"{REHEARSAL_MARK + ' nothing here is live · ' if rehearsal else ''}run {cue.run_id} · {step_name(cue.step_id)}"
     )
     return fit(embed)
 

@@ -21,6 +21,7 @@ from runner.schedule import Upcoming
 from runner.states import RunStatus
 from runner.views import DefinitionSummary, ReminderView, RunSummary, RunView, StepView, UpcomingEvent
 from wiring.control_text import control_text, no_such_scope_head, started_head
+from wiring.run_text import last_error_text
 
 REHEARSAL_MARK = "[REHEARSAL]"
 
@@ -198,8 +199,10 @@ def status_embed(run: RunView, reminders: Sequence[ReminderView] = ()) -> discor
             "⚠️ Stalled: no runner has moved this run on when it should have. "
             "Check that the bot's runner is alive (the staff log says since when)."
         )
-    if run.last_error:
-        lines.append(f"Last error: {clip(run.last_error, 500)}")
+    last_error = last_error_text(run)
+    if last_error:
+        # A failed step named as its line below names it (its id, with its label).
+        lines.append(f"Last error: {clip(last_error, 500)}")
     if run.unreadable:
         lines.append(
             f"⚠️ Its definition (version id {run.version_id}) cannot be read: {clip(run.unreadable, 500)}. "

@@ -83,7 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"the config file (default: ./{DEFAULT_CONFIG} if it exists, else built-in defaults)",
     )
     common.add_argument(
-        "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="log more (-v info, -vv debug)"
+        "-v",
+        "--verbose",
+        action="count",
+        default=argparse.SUPPRESS,
+        help="log more (-v info, -vv debug); rehearse: -v its bookkeeping, -vv info, -vvv debug",
     )
 
     parser = argparse.ArgumentParser(
@@ -129,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
         "who would be pinged), cues as the GM would see them, answered here. Waits pass at once\n"
         "on a virtual clock (or --speed times faster than real time); the virtual time since the\n"
         "start is printed beside each line. The runs are marked as rehearsals.\n\n"
+        "What is printed is what players and GMs would see, each wait, what went wrong and how\n"
+        "each run ended; -v adds the engine's bookkeeping (status transitions, each step done,\n"
+        "each phase closing), -vv the log lines too. --json always carries every record.\n\n"
         "If the config names channels, every channel and role alias is checked against it, as\n"
         "the bot would: an unknown one fails its step here rather than in the live event.\n\n"
         "With --database the rehearsal is kept in that database. One that was interrupted\n"
@@ -145,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
         "examples:\n"
         "  python -m bot rehearse examples/invasion.yaml --cues confirm\n"
         "  python -m bot rehearse examples/quiz-night.yaml --speed 60     a minute a second\n"
+        "  python -m bot rehearse examples/invasion.yaml -v              status transitions too\n"
         "  python -m bot rehearse examples/invasion.yaml --scope aurora --json | jq .\n"
         "  python -m bot rehearse examples/invasion.yaml --database sqlite+aiosqlite:///r.sqlite3\n"
         "  python -m bot rehearse --database sqlite+aiosqlite:///r.sqlite3 --resume\n"
@@ -307,7 +315,10 @@ def _configure_logging(command: str, verbose: int) -> None:
     level = logging.WARNING
     if command in ("run", "sync"):
         level = logging.INFO
-    if verbose:
+    if command == "rehearse":
+        # Its first -v is the transcript's (the engine's bookkeeping); log lines start at -vv.
+        verbose -= 1
+    if verbose > 0:
         level = logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(
         level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 from collections.abc import Sequence
 
@@ -24,6 +25,7 @@ from runner import catalog, views
 from runner.clock import utcnow
 from runner.migrate import current_revision, upgrade
 from runner.states import RUN_IN_FLIGHT, RunStatus
+from wiring.run_text import STEP_FAILED, last_error_text
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -47,8 +49,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
     async def read(engine: AsyncEngine) -> tuple[list[views.RunSummary], list[views.UpcomingEvent]]:
         await require_schema(engine, url)
         found = await views.list_runs(engine, in_flight_only=not args.all, limit=args.limit)
-        if args.json or found:
+        if args.json:
             return found, []
+        if found:
+            versions = catalog.VersionCache()
+            return [await _worded(engine, versions, run) for run in found], []
         # Nothing in flight says nothing of what is booked: name the next occurrence instead.
         return found, await views.upcoming(engine, catalog.VersionCache(), utcnow(), count=1)
 
@@ -69,6 +74,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
     print(_table(runs))
     print(_counts(runs))
     return EXIT_OK
+
+
+async def _worded(
+    engine: AsyncEngine, versions: catalog.VersionCache, run: views.RunSummary
+) -> views.RunSummary:
+    """A run stopped by a failed step, with that step named as the rehearsal and /event status
+    name it (``step 5 (Open the gates) failed: …``); only such a run costs a read of its steps."""
+    if run.last_error is None or not STEP_FAILED.fullmatch(run.last_error):
+        return run
+    view = await views.run_view(engine, run.id, versions)
+    return dataclasses.replace(run, last_error=last_error_text(view)) if view is not None else run
 
 
 def _counts(runs: Sequence[views.RunSummary]) -> str:

@@ -52,6 +52,8 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         scope=args.scope,
         database_url=args.database,
         as_json=args.json,
+        # The global -v: the engine's bookkeeping in the transcript, beside the log lines.
+        verbose=getattr(args, "verbose", 0) > 0,
     )
     if args.database is not None:
         # Refuse a bad URL before anything starts; runs to carry on need a database that exists.

@@ -1,5 +1,6 @@
 """Where rehearsal output goes: lines stamped with the virtual time since the rehearsal began,
-or (``--json``) one JSON object per line."""
+or (``--json``) one JSON object per line. The text is quiet unless asked (``-v``): what players
+and GMs would see, the waits, what went wrong and how each run ended; JSON carries every record."""
 
 from __future__ import annotations
 
@@ -31,14 +32,19 @@ def format_duration(seconds: float) -> str:
 
 class Console:
     """Where rehearsal output goes: text lines stamped with the virtual time, or (``--json``)
-    one JSON object per line. Every ``emit`` carries both forms, so the two never drift."""
+    one JSON object per line. Every ``emit`` carries both forms, so the two never drift.
+    ``aside`` is for the engine's bookkeeping (status transitions, a step done that showed
+    nothing): a tool reading JSON wants it, a moderator reading text only with ``verbose``."""
 
     STAMP_WIDTH = len("[+00:00:00] ")
 
-    def __init__(self, clock: Clock, *, as_json: bool, stream: TextIO | None = None) -> None:
+    def __init__(
+        self, clock: Clock, *, as_json: bool, stream: TextIO | None = None, verbose: bool = False
+    ) -> None:
         self.clock = clock
         self.start = clock.now()
         self.as_json = as_json
+        self.verbose = verbose
         self._stream = stream
         self._held: dict[int, list[Callable[[], None]]] = {}
 
@@ -72,6 +78,11 @@ class Console:
         indent = " " * (self.STAMP_WIDTH + 2)
         lines = [f"{self.stamp()} {text}"] + [f"{indent}{line}" for line in more]
         print("\n".join(lines), file=self.stream, flush=True)
+
+    def aside(self, record_type: str, text: str, /, *more: str, **fields: Any) -> None:
+        """Like ``emit``, but left out of the text unless ``verbose``; JSON always has it."""
+        if self.as_json or self.verbose:
+            self.emit(record_type, text, *more, **fields)
 
     def emit_for_step(self, step_id: int, record_type: str, text: str, /, *more: str, **fields: Any) -> None:
         """Like ``emit``, but held until ``release(step_id)``: a delivery happens inside the

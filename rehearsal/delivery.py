@@ -10,8 +10,10 @@ from actions import mentions
 from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted
 from actions.mentions import Mentions, PingPolicy
 from rehearsal.console import Console, run_label
+from runner import views
 from runner.history import RunEnding
 from runner.schedule import shown
+from runner.suggestions import did_you_mean
 from wiring.config import Config
 from wiring.control_text import closed_cue_text
 
@@ -76,8 +78,9 @@ class ConsoleDelivery:
         problems = self._channel_problems(request)
         if self._decide(request).unknown_role is not None:
             known = ", ".join(sorted(self.config.roles)) or "none"
+            hint = did_you_mean(request.ping_role or "", self.config.roles)
             problems.append(
-                f"ping role {request.ping_role!r} is not one of the role aliases in config (roles: {known})"
+                f"ping role {request.ping_role!r} is not one of the role aliases in config (roles: {known}){hint}"
             )
         return problems
 
@@ -89,7 +92,10 @@ class ConsoleDelivery:
             return ["no GM channel: the step names none and gm_channel is not configured"]
         if self.config.channel_id(channel) is None:
             known = ", ".join(sorted(self.config.channels))
-            return [f"channel {channel!r} is not one of the channel aliases in config (channels: {known})"]
+            hint = did_you_mean(channel, self.config.channels)
+            return [
+                f"channel {channel!r} is not one of the channel aliases in config (channels: {known}){hint}"
+            ]
         return []
 
     @property
@@ -195,6 +201,8 @@ class ConsoleDelivery:
             where = [
                 c.context.event_title,
                 c.context.phase_label,
+                # The number the card's footer, /event skip and the transcript's lines use.
+                views.step_name(c.step_id),
                 c.context.scope,
                 "rehearsal" if c.context.rehearsal else "",
             ]

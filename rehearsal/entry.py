@@ -37,7 +37,7 @@ async def rehearse(
     run completed."""
     assert options.file is not None, "resume_rehearsals carries on without a file"
     clock = ManualClock(utcnow().replace(microsecond=0))
-    console = Console(clock, as_json=options.as_json, stream=stream)
+    console = Console(clock, as_json=options.as_json, stream=stream, verbose=options.verbose)
     try:
         definition = load_file(options.file, validation_registry())
     except DefinitionError as exc:
@@ -129,7 +129,7 @@ async def resume_rehearsals(
         # The interrupted rehearsal's virtual clock may have run days ahead of real time: carry
         # on from where it got to, so the runs' history never goes back in time.
         clock = ManualClock(start)
-        console = Console(clock, as_json=options.as_json, stream=stream)
+        console = Console(clock, as_json=options.as_json, stream=stream, verbose=options.verbose)
         live = [run for run in busy if not run.rehearsal]
         if live:
             message = (

@@ -21,6 +21,7 @@ from runner.history import Entry, RunCreated, RunStatusChanged
 from runner.listings import Desired, desired_state
 from runner.schema import RUN_TERMINAL
 from wiring.control_text import control_text
+from wiring.run_text import failed_step, last_error_text
 from wiring.services import Services
 
 CueMode = Literal["ask", "confirm", "skip"]
@@ -49,6 +50,12 @@ class RehearsalOptions:
     database_url: str | None = None
     as_json: bool = False
     max_iterations: int = MAX_ITERATIONS
+    # ``-v``: the engine's bookkeeping too (status transitions, steps done, phases closing).
+    verbose: bool = False
+
+
+# What an answer the cue prompt does not know is told, before the prompt comes again.
+CUE_KEYS = "press c to confirm, s to skip, or q to quit the rehearsal"
 
 
 class _Stop(Exception):
@@ -83,6 +90,7 @@ class Rehearsal:
         self.run_ids: list[int] = []
         self._last_log_id: dict[int, int] = {}
         self._views: dict[int, views.RunView] = {}
+        self._waits = transcript.WaitsBeforePhases(console)
 
     async def run(self) -> int:
         services = self.services
@@ -153,10 +161,9 @@ class Rehearsal:
                 return
             paused = [view for view in current if view.status == "paused"]
             if paused:
-                view = paused[0]
                 raise _Stop(
-                    f"{run_label(view.id, view.scope)} is paused: {view.last_error or 'a step failed'}. "
-                    "A live run would wait here for staff to retry, resume or cancel it."
+                    f"{_paused_where(paused[0])}. A live run would wait here for staff to retry, "
+                    "resume or cancel it."
                 )
             parked = [(view, step) for view in current for step in view.open_steps() if step.parked]
             if parked:
@@ -216,7 +223,8 @@ class Rehearsal:
             self.console.emit("error", f"{run_label(view.id, view.scope)}: {said}", message=said)
 
     async def _ask(self, view: views.RunView, step: views.StepView) -> CueMode:
-        prompt = f"GM for {run_label(view.id, view.scope)}, cue {step.label!r}: [c]onfirm, [s]kip or [q]uit? "
+        cue = views.step_name(step.id, step.label)
+        prompt = f"GM for {run_label(view.id, view.scope)}, cue {cue}: [c]onfirm, [s]kip or [q]uit? "
         # Prompts go to stderr under --json, so stdout stays one JSON object per line.
         out = sys.stderr if self.console.as_json else self.console.stream
         while True:
@@ -236,6 +244,7 @@ class Rehearsal:
                 return "skip"
             if answer in ("q", "quit"):
                 raise _Stop("stopped at a cue, as asked")
+            out.write(f"{answer!r} is not an answer here: {CUE_KEYS}\n" if answer else f"{CUE_KEYS}\n")
 
     # ── reading the engine's account back ──
 
@@ -253,10 +262,15 @@ class Rehearsal:
                 if entry.id > last:
                     fresh.append((run_id, entry))
                     self._last_log_id[run_id] = entry.id
+        # A wait that has passed by now lets its phase end before anything newer is shown.
+        self._waits.release_due()
         for run_id, entry in sorted(fresh, key=lambda item: item[1].id):
+            view = self._views[run_id]
+            held = self._waits.hold(view, entry)
             if entry.step_id is not None:
                 self.console.release(entry.step_id)
-            transcript.show_line(self.console, self._views[run_id], entry)
+            if not held:
+                transcript.show_line(self.console, view, entry)
             if isinstance(entry.event, RunCreated | RunStatusChanged):
                 listing = await self._listing(run_id)
                 transcript.show_listing(self.console, self._views[run_id], entry, listing)
@@ -289,8 +303,9 @@ class Rehearsal:
             done = view.status == "completed"
             completed += done
             text = f"{run_label(view.id, view.scope)}: {view.status} (health {view.health})"
-            if not done and view.last_error:
-                text += f": {view.last_error}"
+            said = last_error_text(view)
+            if not done and said:
+                text += f": {said}"
             self.console.emit(
                 "final",
                 text,
@@ -308,3 +323,13 @@ class Rehearsal:
             return 0
         self.console.note(f"rehearsal did not complete: {completed} of {total} runs completed")
         return 1
+
+
+def _paused_where(view: views.RunView) -> str:
+    """``run 1 is paused at step 5 (Open the gates), which failed``: the step named as its own
+    line named it just before, not as the engine's error words it."""
+    where = run_label(view.id, view.scope)
+    step = failed_step(view)
+    if step is not None:
+        return f"{where} is paused at {views.step_name(step.id, step.label)}, which failed"
+    return f"{where} is paused: {view.last_error or 'a step failed'}"

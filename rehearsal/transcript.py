@@ -2,7 +2,10 @@
 after each tick rather than guessed at.
 
 It reads the history through its one reader (``runner.history.Entry``) and words each typed
-event; a line this code does not know (``GenericEvent``) is printed as it was stored.
+event; a line this code does not know (``GenericEvent``) is printed as it was stored. A step is
+named as every front end names it (``views.step_name``: its id, the number ``/event skip`` takes,
+with its label). The engine's bookkeeping (status transitions, a step done that showed nothing
+else, a phase closing) goes through ``Console.aside``: in the text only with ``-v``.
 """
 
 from __future__ import annotations
@@ -41,11 +44,11 @@ def show_line(console: Console, view: views.RunView, entry: history.Entry) -> No
             _show_step_line(console, view, entry, label, base)
         case history.RunCreated(rehearsal=rehearsal):
             mode = "rehearsal run" if rehearsal else "LIVE run"
-            console.emit("status", f"{label}: created ({mode})", **base, to="scheduled", rehearsal=rehearsal)
+            console.aside("status", f"{label}: created ({mode})", **base, to="scheduled", rehearsal=rehearsal)
         case history.RunStatusChanged() as moved:
             why = moved.error or moved.reason or moved.control
             shift = f"{moved.from_} → {moved.to}" if moved.from_ else f"now {moved.to}"
-            console.emit(
+            console.aside(
                 "status",
                 f"{label}: {shift}" + (f" ({why})" if why else ""),
                 **base,
@@ -56,13 +59,18 @@ def show_line(console: Console, view: views.RunView, entry: history.Entry) -> No
         case history.PhaseStarted(phase=key) | history.PhaseCompleted(phase=key):
             phase = next((p for p in view.phases if p.key == key), None)
             title = f" ({phase.label})" if phase else ""
-            verb = "started" if isinstance(entry.event, history.PhaseStarted) else "completed"
-            console.emit("phase", f"{label}: phase {key!r}{title} {verb}", **base, phase=key)
+            text = f"{label}: phase {key!r}{title}"
+            if isinstance(entry.event, history.PhaseStarted):
+                console.emit("phase", f"{text} started", **base, phase=key)
+            else:
+                # The next phase's start says as much; the last one's end, the run's final line.
+                console.aside("phase", f"{text} completed", **base, phase=key)
         case history.RunBlocked(key=key, holder_run_id=holder):
             text = f"{label}: waiting, concurrency key {key!r} is held by run {holder}"
             console.emit("status", text, **base, blocked_by=holder, key=key)
         case history.RunDegraded(reason=reason):
-            console.emit(
+            # Always after a failure or a retry that was just shown with its reason.
+            console.aside(
                 "status", f"{label}: health → degraded ({reason})", **base, health="degraded", reason=reason
             )
         case _:
@@ -77,7 +85,7 @@ def _show_step_line(
     event = entry.event
     outcome = entry.kind.removeprefix("step.")
     step = next((s for p in view.phases for s in p.steps if s.id == entry.step_id), None)
-    name = f"{step.phase} step {step.seq} ({step.label})" if step else f"step {entry.step_id}"
+    name = views.step_name(entry.step_id, step.label if step else None)
     # Fields more than one step event has (``attempts`` of done, retry, failed and reclaimed).
     attempts = getattr(event, "attempts", None)
     record = {
@@ -92,13 +100,19 @@ def _show_step_line(
         "error": getattr(event, "error", None),
     }
     text = f"{label}: {name} {outcome}"
+    show = console.emit
     match event:
         case history.StepDone(hold_until=until) if until is not None:
             held = (until - entry.at).total_seconds()
             text += f"; what comes next waits {format_duration(held)} (until {format_offset(console.elapsed(until))})"
             record["hold_until"] = until.isoformat()
+        case history.StepDone() | history.StepCancelled():
+            # What the step sent is shown already; a cancelled one, by the run's final line.
+            show = console.aside
         case history.StepParked():
+            # The cue card was just shown, and the answer (or the prompt) comes next.
             text = f"{label}: {name} is waiting for a GM to confirm or skip"
+            show = console.aside
         case history.StepRetry(due_at=due, error=error):
             when = f"; retrying at {format_offset(console.elapsed(due))}"
             text = f"{label}: {name} failed (attempt {attempts}): {error}{when}"
@@ -107,7 +121,7 @@ def _show_step_line(
             text = f"{label}: {name} FAILED: {error}"
         case history.StepConfirmed() | history.StepSkipped() if entry.actor is not None:
             text += f" by {entry.actor.name}"
-    console.emit("step", text, **record)
+    show("step", text, **record)
 
 
 def _clock(moment: dt.datetime, zone: str) -> str:
@@ -148,4 +162,53 @@ def show_listing(
             before = STATUS_OF_RUN.get(RunStatus(entry.event.from_)) if entry.event.from_ else None
             if shown is not None and shown != before:
                 text = f"{label}: Events tab entry would be {shown.value} (not in a rehearsal)"
-                console.emit("listing", text, **base, status=shown.value)
+                console.aside("listing", text, **base, status=shown.value)
+
+
+class WaitsBeforePhases:
+    """Phase lines held back until the wait that ends their phase has passed.
+
+    A wait as a phase's last step is settled at once, and the engine closes the phase and enters
+    the next one in that same tick: the next phase's first step carries the wait as its due time.
+    Printed as written, "phase completed" would stand ten minutes before the wait was over; held
+    here, the phase ends (and the next begins) when the wait does, or earlier when a step of the
+    run moves first (a GM skipped ahead). A wait a run never got to the end of (the rehearsal
+    stopped first) never shows its phase completed."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._until: dict[int, dt.datetime] = {}
+        self._held: dict[int, list[tuple[views.RunView, history.Entry]]] = {}
+
+    def hold(self, view: views.RunView, entry: history.Entry) -> bool:
+        """True when ``entry`` is held back, to be shown by ``release``. Any step line of a run
+        whose phase lines are held shows them first."""
+        event = entry.event
+        if entry.step_id is not None:
+            self.release(view.id)
+        if (
+            isinstance(event, history.StepDone)
+            and event.hold_until is not None
+            and event.hold_until > entry.at
+        ):
+            self._until[view.id] = event.hold_until
+            return False
+        until = self._until.get(view.id)
+        if until is None or not isinstance(event, history.PhaseStarted | history.PhaseCompleted):
+            return False
+        if self.console.clock.now() >= until:
+            return False
+        self._held.setdefault(view.id, []).append((view, entry))
+        return True
+
+    def release_due(self) -> None:
+        """Show the phase lines of every run whose wait has passed by now."""
+        now = self.console.clock.now()
+        for run_id, until in list(self._until.items()):
+            if until <= now:
+                self.release(run_id)
+
+    def release(self, run_id: int) -> None:
+        self._until.pop(run_id, None)
+        for view, entry in self._held.pop(run_id, []):
+            show_line(self.console, view, entry)

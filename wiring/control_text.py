@@ -13,6 +13,7 @@ from typing import Any
 
 from runner.answers import Control, ControlResult, Reason
 from runner.history import RunEnding
+from runner.views import step_name
 
 ENDED_WORDS = {
     "completed": "the run has already completed",
@@ -108,7 +109,7 @@ _WORDS: dict[Reason, Callable[[ControlResult, Namer], str]] = {
     Reason.PAUSED: lambda r, name: f"run {r.run_id} paused",
     Reason.RESUMED: lambda r, name: f"run {r.run_id} resumed",
     Reason.CANCELLED: lambda r, name: f"run {r.run_id} cancelled: {r.cancel_reason}",
-    Reason.RETRYING: lambda r, name: f"retrying step {r.step_id} ({r.label}) of run {r.run_id}",
+    Reason.RETRYING: lambda r, name: f"retrying {step_name(r.step_id, r.label)} of run {r.run_id}",
     Reason.CONFIRMED: _settled("confirmed"),
     Reason.SKIPPED: _settled("skipped"),
     Reason.NO_SUCH_RUN: lambda r, name: f"cannot {r.control}: no such run: {r.run_id}",
@@ -124,7 +125,7 @@ _WORDS: dict[Reason, Callable[[ControlResult, Namer], str]] = {
     Reason.NO_LONGER_FAILED: lambda r, name: "nothing to retry: that step is no longer failed",
     Reason.RACED: lambda r, name: "the run changed while retrying; nothing was changed, try again",
     Reason.NOT_A_CUE_VERB: lambda r, name: f"a cue answers confirm or skip, not {r.verb!r}",
-    Reason.NOT_A_CUE: lambda r, name: f"step {r.step_id} is not a GM cue",
+    Reason.NOT_A_CUE: lambda r, name: f"{step_name(r.step_id)} is not a GM cue",
     Reason.OTHER_CUE_MESSAGE: lambda r, name: "this button belongs to another cue message",
     Reason.NO_SUCH_STEP: _no_such_step,
     Reason.STEP_OF_ENDED_RUN: lambda r, name: run_status_words(r.run_status),

@@ -4,6 +4,7 @@ text and in Discord, and the Discord answer fits a message whatever the facts be
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -11,6 +12,7 @@ from actions import limits
 from bot.rendering import control_answer
 from runner.answers import Control, ControlResult, Reason
 from runner.history import Actor
+from runner.views import step_name
 from wiring.control_text import control_text
 
 LONG = "x" * 300
@@ -111,6 +113,25 @@ def test_a_reason_reads_the_same_in_both_front_ends_but_for_how_a_person_is_name
 ) -> None:
     assert control_text(result) == plain
     assert control_answer(result) == discord
+
+
+@pytest.mark.parametrize(
+    ("result", "named"),
+    [
+        (
+            ControlResult(True, Control.RETRY, Reason.RETRYING, run_id=3, step_id=7, label="Open the gates"),
+            "retrying {} of run 3",
+        ),
+        (ControlResult(False, Control.SKIP, Reason.NOT_A_CUE, step_id=7), "{} is not a GM cue"),
+    ],
+)
+def test_an_answer_naming_a_step_names_it_as_step_name_does(result: ControlResult, named: str) -> None:
+    """One numbering for steps (issue 12): an answer names a step by its id, the number
+    ``/event skip`` takes and the status embed shows, with its label where it has one."""
+    said = named.format(step_name(7, result.label))
+    assert control_text(result) == said
+    assert control_answer(result) in (f"✅ {said}", f"Nothing changed: {said}.")
+    assert re.findall(r"\d+", said)[0] == "7", "the step's id, never its place in its phase"
 
 
 def test_a_start_of_500_scopes_lists_what_fits_and_counts_the_rest() -> None:

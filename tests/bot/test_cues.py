@@ -29,7 +29,10 @@ async def test_a_cue_posts_with_two_buttons_and_only_a_gm_may_press_them(sim: Si
         "Open the gates",
         "Open the harbour gates in game, then press Confirm.",
     )
-    assert [(f.name, f.value) for f in embed.fields] == [("Phase", "Muster"), ("Step", "2. Open the gates")]
+    assert [(f.name, f.value) for f in embed.fields] == [
+        ("Phase", "Muster"),
+        ("Step", "step 2 (Open the gates)"),
+    ]
     assert buttons(cue) == [("Confirm", "cue:2:confirm", False), ("Skip", "cue:2:skip", False)]
 
     for outsider in (sim.player, sim.mod):

@@ -334,7 +334,8 @@ def test_defect_15_resume_carries_on_a_paused_run(
         assert (await Controls(engine, clock=ManualClock(utcnow())).pause(1, actor="gm")).ok
 
     on_database(url, pause)
-    result = cli("rehearse", "--database", url, "--resume", "--cues", "confirm")
+    # -v: the resume is a status transition, which the quiet transcript leaves out.
+    result = cli("rehearse", "--database", url, "--resume", "--cues", "confirm", "-v")
     assert result.code == 0, result.out + result.err
     assert "run 1: paused → running (resume)" in result.out
     assert "rehearsal completed: 1 of 1 runs completed" in result.out
@@ -392,7 +393,7 @@ def test_defect_15_resume_takes_over_what_a_killed_rehearsal_left_mid_step(cli: 
     on_database(url, lease_the_last_step)
     result = cli("rehearse", "--database", url, "--resume")
     assert result.code == 0, result.out + result.err
-    assert "main step 4 (discord.announce) reclaimed" in result.out
+    assert "run 1: step 5 (discord.announce) reclaimed" in result.out
     assert result.out.count("Third") == 1 and "Second" not in result.out
     assert "rehearsal completed: 1 of 1 runs completed" in result.out
 

@@ -89,17 +89,16 @@ def test_the_invasion_shows_what_players_and_gms_would_see_at_virtual_times(cli:
     assert "what comes next waits 10m (until +00:10:00)" in out
     assert re.search(r"^\[\+00:10:00\] run \d aurora: announcement in #announcements, no ping$", out, re.M)
     assert re.search(r"^\[\+00:25:00\] run \d borealis: GM cue in", out, re.M)
-    assert re.search(r"^\[\+00:30:00\] run \d celestia: ending → completed$", out, re.M)
-    assert out.count("(rehearsal run)") == 3
+    assert re.search(r"^\[\+00:30:00\] run \d celestia: completed \(health ok\)$", out, re.M)
 
 
 def test_a_delivery_is_printed_after_its_run_started_and_before_its_step_is_done(cli: Cli) -> None:
     """The console prints a message where it happened in the run's story, not in the order the
     tick happened to write it."""
-    lines = cli("rehearse", TREASURE, "--cues", "confirm").lines
+    lines = cli("rehearse", TREASURE, "--cues", "confirm", "-v").lines
     started = next(i for i, line in enumerate(lines) if "phase 'hunt' (The hunt) started" in line)
     shown = next(i for i, line in enumerate(lines) if "announcement in #event-chat" in line)
-    done = next(i for i, line in enumerate(lines) if "hunt step 0 (First clue) done" in line)
+    done = next(i for i, line in enumerate(lines) if "step 1 (First clue) done" in line)
     assert started < shown < done
 
 
@@ -150,8 +149,8 @@ def test_cues_ask_reads_each_answer_and_asks_again_when_it_is_not_understood(
     monkeypatch.setattr(sys, "stdin", io.StringIO("perhaps\nskip\n"))
     result = cli("rehearse", TREASURE, "--cues", "ask")
     assert result.code == 0
-    assert result.out.count("cue 'Watch for the finder': [c]onfirm, [s]kip or [q]uit?") == 2
-    assert "hunt step 3 (Watch for the finder) skipped by rehearsal" in result.out
+    assert result.out.count("cue step 4 (Watch for the finder): [c]onfirm, [s]kip or [q]uit?") == 2
+    assert "step 4 (Watch for the finder) skipped by rehearsal" in result.out
 
 
 def test_an_unanswered_cue_ends_the_rehearsal_without_success(
@@ -183,11 +182,10 @@ def test_a_step_that_fails_for_good_pauses_the_run_and_the_rehearsal_exits_non_z
     result = cli("rehearse", event, "--config", config, "--cues", "confirm")
     assert result.code == 1
     assert (
-        "main step 0 (discord.announce) FAILED: channel 'raid-news' is not one of the channel aliases"
+        "run 1: step 1 (discord.announce) FAILED: channel 'raid-news' is not one of the channel aliases"
         in result.out
     )
-    assert "running → paused" in result.out
-    assert "rehearsal stopped: run 1 is paused" in result.out
+    assert "rehearsal stopped: run 1 is paused at step 1 (discord.announce), which failed" in result.out
     assert "You should never see this." not in result.out
     assert "run 1: paused (health degraded)" in result.out
 
@@ -198,8 +196,7 @@ def test_on_failure_skip_reports_the_failure_and_carries_on(cli: Cli, tmp_path: 
     event = write_yaml(tmp_path / "event.yaml", definition(bad, announce("announcements", "Still on!")))
     result = cli("rehearse", event, "--config", config)
     assert result.code == 0
-    assert "FAILED: channel 'raid-news'" in result.out
-    assert "health → degraded" in result.out
+    assert "run 1: step 1 (discord.announce) FAILED: channel 'raid-news'" in result.out
     assert "Still on!" in result.out
     assert "run 1: completed (health degraded)" in result.out
 
@@ -210,9 +207,10 @@ def test_on_failure_abort_run_fails_the_run(cli: Cli, tmp_path: Path) -> None:
     event = write_yaml(tmp_path / "event.yaml", definition(bad, announce("announcements", "Never.")))
     result = cli("rehearse", event, "--config", config)
     assert result.code == 1
-    assert "now failed" in result.out
     assert "Never." not in result.out
-    assert re.search(r"run 1: failed \(health degraded\): step \d+ \(discord.announce\) failed", result.out)
+    assert (
+        "run 1: failed (health degraded): step 1 (discord.announce) failed: channel 'raid-news'" in result.out
+    )
 
 
 def test_a_transient_delivery_failure_is_retried_on_the_virtual_clock(
@@ -233,10 +231,10 @@ def test_a_transient_delivery_failure_is_retried_on_the_virtual_clock(
     result = cli("rehearse", TREASURE, "--cues", "confirm")
     assert result.code == 0
     assert (
-        "[+00:00:00] run 1: hunt step 0 (First clue) failed (attempt 1): Discord answered 503 (try again); "
+        "[+00:00:00] run 1: step 1 (First clue) failed (attempt 1): Discord answered 503 (try again); "
         "retrying at +00:00:30" in result.out
     )
-    assert "[+00:00:30] run 1: hunt step 0 (First clue) done" in result.out
+    assert "[+00:00:30] run 1: announcement in #event-chat, no ping" in result.out
     assert result.out.count("First clue:") == 1
     assert "run 1: completed (health degraded)" in result.out
 
@@ -321,7 +319,7 @@ def test_runs_sharing_a_concurrency_key_take_turns_and_both_complete(cli: Cli, t
             grace_seconds=7 * 24 * 3600,
         ),
     )
-    result = cli("rehearse", event)
+    result = cli("rehearse", event, "-v")
     assert result.code == 0, result.out
     assert "run 2 west: waiting, concurrency key 'rehearsal:gates' is held by run 1" in result.out
     assert re.search(r"^\[\+72:00:00\] run 2 west: scheduled → starting$", result.out, re.M)
@@ -367,11 +365,14 @@ def test_a_mirrored_event_shows_its_events_tab_entry_and_creates_none(cli: Cli, 
     )
     result = cli("rehearse", event, "--config", config, "--cues", "confirm")
     assert result.code == 0
-    assert re.search(
+    listed = re.compile(
         r"run 1: Events tab \(not created in a rehearsal\): 'Test event', "
         r"\w{3} \d{2} \w{3} \d{4} \d{2}:\d{2}–\d{2}:\d{2} UTC, at The Lounge$",
-        result.out,
         re.M,
-    ), result.out
-    assert "run 1: Events tab entry would be active (not in a rehearsal)" in result.out
-    assert "run 1: Events tab entry would be completed (not in a rehearsal)" in result.out
+    )
+    assert listed.search(result.out), result.out
+    assert "Events tab entry would be" not in result.out, "the entry's status moves are behind -v"
+    verbose = cli("rehearse", event, "--config", config, "--cues", "confirm", "-v")
+    assert listed.search(verbose.out), verbose.out
+    assert "run 1: Events tab entry would be active (not in a rehearsal)" in verbose.out
+    assert "run 1: Events tab entry would be completed (not in a rehearsal)" in verbose.out
