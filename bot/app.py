@@ -32,6 +32,7 @@ from bot.channel_budget import ChannelBudget
 from bot.clock import DiscordClock
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import DATABASE_ERRORS, StartupError
+from bot.publish_drafts import Drafts
 from bot.scheduled_events import Mirror
 from bot.staff_log import StaffLog
 from bot.ticker import Ticker
@@ -87,6 +88,8 @@ class EventBot(commands.Bot):
         )
         self.ticker: Ticker | None = None
         self.staff_log: StaffLog | None = None
+        # What /event publish previewed and waits for Publish or Cancel: this process's alone.
+        self.publish_drafts = Drafts()
         events = config.discord_events
         # The Events-tab mirror: its own loop, so a refused or slow request never holds up a run.
         self.mirror = Mirror(

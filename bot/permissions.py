@@ -9,7 +9,8 @@ configured is refused to everyone, with a reply that says which config key to se
 
 Capabilities (``wiring.config.CAPABILITIES``): ``start`` (/event start), ``control`` (pause,
 resume, cancel, retry, skip), ``cue`` (Confirm / Skip on a GM cue), ``rehearse``
-(/event rehearse). Reading (status, list) needs any one of them; an option's autocomplete needs
+(/event rehearse), ``publish`` (/event validate, /event publish and its Publish / Cancel
+buttons). Reading (status, list) needs any one of them; an option's autocomplete needs
 the capability of the command it belongs to (a GM gets no choices for /event start).
 """
 
@@ -30,6 +31,7 @@ WHAT = {
     "control": "pause, resume, cancel, retry or skip runs",
     "cue": "confirm or skip GM cues",
     "rehearse": "rehearse events",
+    "publish": "validate or publish event definitions",
     "staff": "use the event commands",
 }
 

@@ -45,12 +45,13 @@ async def publish(
     now: dt.datetime,
     *,
     source: str | None = None,
-    actor: str | None = None,
+    actor: history.Actor | str | None = None,
 ) -> Published:
     """Store ``definition`` (already validated) as a new immutable version.
 
     Identical content to the latest version is a no-op. The caller validates first
-    (``definitions.validate``), so nothing invalid ever reaches this table.
+    (``definitions.validate``), so nothing invalid ever reaches this table. ``actor``: a name
+    (the command line's) or, from Discord, the member, whose id the history keeps with it.
     """
     content_hash = definition.content_hash()
     async with engine.begin() as conn:
@@ -79,7 +80,7 @@ async def publish(
             content_hash=content_hash,
             spec=definition.model_dump(mode="json"),
             source=source,
-            published_by=actor,
+            published_by=stored_name(actor),
             now=now,
         )
         await definitions_sql.point_at_version(

@@ -33,7 +33,7 @@ from runner.definitions.durations import duration_seconds
 
 ENV_PREFIX = "EVENTBOT_"
 TOKEN_ENV = "DISCORD_TOKEN"
-CAPABILITIES = ("start", "control", "cue", "rehearse")
+CAPABILITIES = ("start", "control", "cue", "rehearse", "publish")
 
 # The bounds, and why. Discord ids are snowflakes: unsigned 64-bit integers, written in ASCII
 # digits (a float would silently round an 18-digit id to another one).
@@ -187,7 +187,8 @@ class Config(_Strict):
     # Role aliases that definitions and permissions name -> role ids.
     roles: dict[Alias, Snowflake] = Field(default_factory=dict)
     # Capability -> role aliases allowed to use it: start (``/event start``), control (pause,
-    # resume, cancel, retry, skip), cue (Confirm / Skip on GM cues), rehearse.
+    # resume, cancel, retry, skip), cue (Confirm / Skip on GM cues), rehearse, publish
+    # (``/event validate`` and ``/event publish``).
     permissions: dict[str, list[str]] = Field(default_factory=dict)
     # The aliases (keys of ``channels``) of the channels the bot uses itself.
     gm_channel: str | None = None

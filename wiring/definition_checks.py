@@ -2,10 +2,11 @@
 files and ``/event validate`` / ``/event publish`` run on an attachment, so what passes on the
 command line passes in Discord, and the other way round.
 
-Completely means: read as UTF-8 YAML and validated (the schema and every step's params,
-``runner.definitions.validate``); then, with a config that names a server's channels or roles,
-every alias each valid definition names, against that config (``check_aliases``); and, across
-files checked together, no key used twice (``check_keys``). Nothing here imports discord.
+Completely means: read as UTF-8 YAML (``runner.definitions.parse_yaml``) and validated (the
+schema and every step's params, ``runner.definitions.validate``); then, with a config that names
+a server's channels or roles, every alias each valid definition names, against that config
+(``check_aliases``); and, across files checked together, no key used twice (``check_keys``).
+Nothing here imports discord.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from actions import build_registry
 from runner import schedule
 from runner.clock import SystemClock
-from runner.definitions import EventDefinition, ManualSchedule, load_file, parse_yaml, validate
+from runner.definitions import EventDefinition, ManualSchedule, load_file, validate
 from runner.errors import DefinitionError, Problem
 from runner.preflight import preflight
 from runner.registry import ActionRegistry
@@ -46,15 +48,15 @@ def check_file(path: Path, registry: ActionRegistry) -> CheckedFile:
         return CheckedFile(path, None, list(exc.problems))
 
 
-def check_bytes(
-    name: str, data: bytes, registry: ActionRegistry, *, now: dt.datetime | None = None
+def check_parsed(
+    name: str, raw: Any, registry: ActionRegistry, *, now: dt.datetime | None = None
 ) -> CheckedFile:
-    """A file's bytes (an upload) read and validated exactly as ``check_file`` reads a file on
-    disk: ``name`` stands where the path would. ``now`` (naive UTC) decides whether a ``once``
+    """Data already read from a file's YAML (an upload: the front end reads it, to refuse what
+    cannot be read in its own words) validated exactly as ``check_file`` validates a file on
+    disk; ``name`` stands where the path would. ``now`` (naive UTC) decides whether a ``once``
     is still to come; the wall clock when not given, as on the command line."""
     path = Path(name)
     try:
-        raw = parse_yaml(data, file=str(path))
         return CheckedFile(path, validate(raw, registry, file=str(path), now=now))
     except DefinitionError as exc:
         return CheckedFile(path, None, list(exc.problems))

@@ -1,4 +1,5 @@
-"""``/event``: start, rehearse, pause, resume, cancel, retry, skip, status, list, upcoming.
+"""``/event``: start, rehearse, pause, resume, cancel, retry, skip, status, list, upcoming,
+validate and publish (whose reading, replies and buttons are ``bot.publishing``'s).
 
 Thin on purpose: each callback parses, calls one function of the engine (``Controls`` or a view),
 and renders the answer. Who may run what is checked by the tree before any callback runs
@@ -26,6 +27,7 @@ from bot.app import EventBot
 from bot.cue_messages import mark_settled, settled_text
 from bot.errors import BotError, reply_to_error
 from bot.permissions import actor_of, admit
+from bot.publishing import PublishButton, publish_upload, validate_upload
 from bot.scheduled_events import listing_status_line
 from bot.starting import check_start, confirmed_scope
 from runner import schedule, views
@@ -36,6 +38,7 @@ START = {"capability": "start"}
 CONTROL = {"capability": "control"}
 REHEARSE = {"capability": "rehearse"}
 READ = {"capability": "staff"}
+PUBLISH = {"capability": "publish"}
 MAX_CHOICES = 25
 # Discord's limit on an autocomplete choice's name and on its value.
 CHOICE_MAX = 100
@@ -319,6 +322,28 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
     ) -> list[app_commands.Choice[str]]:
         return await self._definitions(interaction, current)
 
+    # ── publishing ────────────────────────────────────────────────────────
+
+    @app_commands.command(
+        name="validate",
+        description="Check an event definition (a YAML file) as the command line does; stores nothing",
+        extras=PUBLISH,
+    )
+    @app_commands.describe(file="The event definition: a .yaml file")
+    async def validate_file(self, interaction: discord.Interaction, file: discord.Attachment) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        await validate_upload(self.bot, interaction, file)
+
+    @app_commands.command(
+        name="publish",
+        description="Publish an event definition (a YAML file), after a preview of what it changes",
+        extras=PUBLISH,
+    )
+    @app_commands.describe(file="The event definition: a .yaml file")
+    async def publish_file(self, interaction: discord.Interaction, file: discord.Attachment) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        await publish_upload(self.bot, interaction, file)
+
 
 START_TEMPLATE = (
     r"evstart:(?P<key>[a-z0-9][a-z0-9_-]{0,63}):(?P<version>[0-9]+):(?P<scope>[0-9]+|\*):(?P<mode>[lr])"
@@ -373,5 +398,5 @@ class StartAnyway(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], te
 
 async def setup(bot: EventBot) -> None:
     """Loaded by ``EventBot.setup_hook`` as an extension (``bot.load_extension``)."""
-    bot.add_dynamic_items(StartAnyway)
+    bot.add_dynamic_items(StartAnyway, PublishButton)
     await bot.add_cog(EventCog(bot))

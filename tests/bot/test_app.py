@@ -61,6 +61,8 @@ async def test_sync_publishes_the_event_group_globally_or_to_one_guild(sim: Sim)
         "status",
         "list",
         "upcoming",
+        "validate",
+        "publish",
     }
 
 

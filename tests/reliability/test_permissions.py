@@ -6,19 +6,21 @@ database. (Autocomplete, which shows definitions, runs and steps, gets a test of
 Each case builds its own world, puts it in a state where the control *would* succeed (a run
 parked on a cue for pause / cancel / skip / status / list / the cue buttons, a paused run for
 resume, a run stopped at a failed step for retry, nothing in flight for start / rehearse and
-their "anyway" buttons), checks that this state is
+their "anyway" buttons and for validate / publish, which attach the event's file with a new
+title), checks that this state is
 quiescent (the tick changes nothing in it), snapshots every table, and then lets one member use
 one control:
 
 * a member the config allows gets the control's ephemeral confirmation (a cue press edits the
   cue message instead) and the database moves as the control says, attributed to that member
-  (reads answer with an embed and change nothing);
+  (reads answer with an embed and change nothing; validate says the file is valid and publish
+  previews what it changes, and neither stores anything before Publish is pressed);
 * anyone else gets an ephemeral refusal naming the roles that may (or, from another guild, that
   the bot serves only its own server), the bot makes no request to Discord but the interaction
   reply, and every row of every table is unchanged, byte for byte, also after a few more ticks.
 
-The config grants ``start``, ``control`` and ``rehearse`` to moderator and admin, ``cue`` to GM
-and admin. Reading (``status``, ``list``) needs any one capability. The actors:
+The config grants ``start``, ``control``, ``rehearse`` and ``publish`` to moderator and admin,
+``cue`` to GM and admin. Reading (``status``, ``list``) needs any one capability. The actors:
 
 * ``nobody``: a member of the bot's guild with no role;
 * ``gm``, ``moderator``, ``admin``: one configured role each;
@@ -44,6 +46,7 @@ import discord
 import pytest
 import simcord
 import sqlalchemy as sa
+import yaml
 from discord.ext import commands
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -81,6 +84,8 @@ CONTROLS = (
     "status",
     "list",
     "upcoming",
+    "validate",
+    "publish",
     "cue Confirm",
     "cue Skip",
     "Start anyway",
@@ -92,6 +97,8 @@ BUTTONS = ("cue Confirm", "cue Skip", "Start anyway", "Rehearse anyway")
 READS = ("status", "list", "upcoming")
 # The ones that start a run (tried with nothing in flight).
 STARTS = ("start", "rehearse", "Start anyway", "Rehearse anyway")
+# The ones that take a definition file (tried with nothing in flight); a preview stores nothing.
+PUBLISHES = ("validate", "publish")
 
 # What each capability lets its holders do, as the refusal words it.
 WHAT = {
@@ -99,6 +106,7 @@ WHAT = {
     "rehearse": "rehearse events",
     "control": "pause, resume, cancel, retry or skip runs",
     "cue": "confirm or skip GM cues",
+    "publish": "validate or publish event definitions",
     "staff": "use the event commands",
 }
 CAPABILITY = {
@@ -112,6 +120,8 @@ CAPABILITY = {
     "status": "staff",
     "list": "staff",
     "upcoming": "staff",
+    "validate": "publish",
+    "publish": "publish",
     "cue Confirm": "cue",
     "cue Skip": "cue",
     "Start anyway": "start",
@@ -122,6 +132,7 @@ PERMISSIONS = {
     "control": ["moderator", "admin", "other_guild_staff"],
     "rehearse": ["moderator", "admin", "other_guild_staff"],
     "cue": ["gm", "admin", "other_guild_staff"],
+    "publish": ["moderator", "admin", "other_guild_staff"],
 }
 
 # The matrix under test, written out rather than derived from the config: Y = allowed.
@@ -137,6 +148,8 @@ MATRIX = {
     "status": ("-", "Y", "Y", "Y", "-", "-"),
     "list": ("-", "Y", "Y", "Y", "-", "-"),
     "upcoming": ("-", "Y", "Y", "Y", "-", "-"),
+    "validate": ("-", "-", "Y", "Y", "-", "-"),
+    "publish": ("-", "-", "Y", "Y", "-", "-"),
     "cue Confirm": ("-", "Y", "-", "Y", "-", "-"),
     "cue Skip": ("-", "Y", "-", "Y", "-", "-"),
     "Start anyway": ("-", "-", "Y", "Y", "-", "-"),
@@ -317,7 +330,7 @@ async def start_run(world: World) -> None:
 
 async def stage(world: World, control: str, actor: str) -> Stage:
     env, bot = world.env, world.bot
-    if control in STARTS:
+    if control in STARTS or control in PUBLISHES:
         pass  # nothing in flight: a start would start run 1
     elif control == "retry":
         # Discord refuses the first announcement: the step fails and the run pauses on it.
@@ -382,8 +395,15 @@ async def act(world: World, control: str, actor: str, staged: Stage) -> simcord.
         "status": {"run": RUN},
         "list": {},
         "upcoming": {},
+        "validate": {"file": retold()},
+        "publish": {"file": retold()},
     }[control]
     return await member.slash(channel, f"event {control}", **options)
+
+
+def retold() -> tuple[str, bytes]:
+    """The event's definition with a new title, as a file attached to the command."""
+    return "raid.yaml", yaml.safe_dump(spec() | {"title": "Harbour Raid, retold"}).encode()
 
 
 # ── what success looks like, control by control ───────────────────────────
@@ -414,6 +434,15 @@ async def assert_succeeded(
         if control == "status":
             assert "Status: **running**" in (embeds[-1].description or "")
         assert await snapshot(engine) == before, "reading changes nothing"
+        return
+    if control in PUBLISHES:
+        text = reply_text(result)
+        if control == "validate":
+            assert text.startswith("✅ **raid.yaml** is valid: **Harbour Raid, retold** (`raid`)")
+        else:
+            assert text.startswith("📝 **Harbour Raid, retold** (`raid`): version 1 → 2, from raid.yaml")
+            assert "• title: 'Harbour Raid' → 'Harbour Raid, retold'" in text
+        assert await snapshot(engine) == before, "checking a file, or previewing it, stores nothing"
         return
     if control.startswith("cue "):
         assert result.acknowledged and not result.ephemeral, "a press edits the cue message"

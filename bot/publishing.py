@@ -1,0 +1,338 @@
+"""``/event validate`` and ``/event publish``: an event definition attached to the command, checked
+exactly as the command line checks a file, and published from Discord after a preview.
+
+The choices, where the issue leaves them open:
+
+* **The upload.** At most ``MAX_UPLOAD_BYTES`` (256 KB, far above any real definition; the
+  examples are under 5 KB), refused from the size Discord reports before a byte is downloaded,
+  and again if the download turns out larger. It is decoded and parsed as the command line
+  reads a file (``runner.yaml_text``); a file that is not UTF-8, not YAML or not a mapping is
+  refused in one sentence saying which. The rest is checked by the command line's own functions
+  (``wiring.definition_checks``: the schema and every step's params, then every alias against
+  this bot's config), so a file passes here exactly when ``python -m bot validate --config
+  <this config>`` passes it. Every problem is listed, each line as the command line prints it
+  (the file named once, at the top), fitted to Discord's 2,000 characters (what does not fit is
+  counted). A file refused, or with a problem, stores nothing.
+* **The preview.** ``/event publish`` of a valid file answers (ephemerally) with what changes
+  against the current version (``runner.definitions.diff``), or "new event", or "unchanged:
+  nothing to publish" (no buttons), with Publish and Cancel buttons. The draft waits in this
+  process's memory (``bot.publish_drafts``), keyed by a random token in the buttons' custom id
+  (``evpub:<token>:publish``), for 15 minutes on the bot's clock; pressed later, or after a
+  restart, a button says the preview expired and that nothing was published.
+* **The press.** Only the member who asked may press (and only while they still hold
+  ``publish``); anyone else is refused and nothing changes. The preview pins the version it was
+  compared with: if the event was published since (from Discord or the command line), Publish
+  refuses ("the event changed since this preview") and stores nothing. Otherwise it calls
+  ``runner.catalog.publish`` as ``python -m bot publish`` does, with the member as the actor and
+  ``discord:<file name>`` as the version's source. Cancel stores nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+import discord
+
+from actions import limits, validation_registry
+from bot import rendering
+from bot.app import EventBot
+from bot.errors import BotError, reply_to_error
+from bot.permissions import actor_of, admit
+from bot.publish_drafts import Draft
+from runner import catalog, schedule, views, yaml_text
+from runner.definitions import EventDefinition, parse_yaml
+from runner.definitions.diff import changes
+from runner.errors import DefinitionError, Problem, UnknownDefinition, UnreadableDefinition
+from wiring.definition_checks import CheckedFile, check_aliases, check_parsed, checks_aliases, next_lines
+
+MAX_UPLOAD_BYTES = 256 * 1024
+# A problem or a change longer than this is clipped, so one cannot crowd out the rest.
+LINE_MAX = 300
+PUBLISH_TEMPLATE = r"evpub:(?P<token>[0-9a-f]{16}):(?P<verb>publish|cancel)"
+NOTHING_PUBLISHED = "Nothing was published."
+
+
+def _kilobytes(size: int) -> str:
+    return f"{size / 1024:.0f} KB" if size >= 1024 else f"{size} bytes"
+
+
+async def read_upload(attachment: discord.Attachment) -> bytes:
+    """The attachment's bytes, or a ``BotError`` saying why it cannot be read."""
+    too_large = (
+        f"{attachment.filename} is {{size}}; an event definition may be at most "
+        f"{_kilobytes(MAX_UPLOAD_BYTES)}. Nothing was stored."
+    )
+    if attachment.size > MAX_UPLOAD_BYTES:
+        raise BotError(too_large.format(size=_kilobytes(attachment.size)))
+    try:
+        data = await attachment.read()
+    except discord.HTTPException as exc:
+        raise BotError(
+            f"I could not download {attachment.filename} from Discord ({exc.status}); attach it "
+            "again. Nothing was stored."
+        ) from None
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise BotError(too_large.format(size=_kilobytes(len(data))))
+    return data
+
+
+def _kind(raw: Any) -> str:
+    if raw is None:
+        return "nothing (the file is empty)"
+    if isinstance(raw, list):
+        return "a list"
+    if isinstance(raw, str):
+        return "a line of text"
+    return f"a single value ({type(raw).__name__})"
+
+
+def read_definition(name: str, data: bytes) -> dict[str, Any]:
+    """The upload's YAML, read as the command line reads a file (``runner.yaml_text``), or a
+    ``BotError`` saying in a sentence why it is not an event definition at all."""
+    try:
+        text = yaml_text.decode(data)
+    except yaml_text.YamlError as exc:
+        raise BotError(f"{name} cannot be read: {exc}. Nothing was stored.") from None
+    try:
+        raw = parse_yaml(text, file=name)
+    except DefinitionError as exc:
+        raise BotError(f"{name} is not valid YAML: {exc.problems[0].message}. Nothing was stored.") from None
+    if not isinstance(raw, dict):
+        raise BotError(
+            f"{name} is not an event definition: it holds {_kind(raw)}, where a definition is a "
+            "mapping of fields (key: …, title: …, phases: …). Nothing was stored."
+        )
+    return raw
+
+
+async def check_upload(bot: EventBot, attachment: discord.Attachment) -> CheckedFile:
+    """The attachment checked as ``python -m bot validate`` checks a file, with this bot's config."""
+    raw = read_definition(attachment.filename, await read_upload(attachment))
+    item = check_parsed(attachment.filename, raw, validation_registry(), now=bot.services.clock.now())
+    if checks_aliases(bot.config):
+        await check_aliases([item], bot.config)
+    return item
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def problem_line(problem: Problem) -> str:
+    """The line ``python -m bot validate`` prints for ``problem``, without the file's name in
+    front (the reply names the file once, at the top)."""
+    line = str(problem)
+    for sep in (", ", ": "):
+        lead = f"{problem.file}{sep}"
+        if problem.file and line.startswith(lead):
+            return line[len(lead) :]
+    return str(dataclasses.replace(problem, file=None))
+
+
+def problems_text(item: CheckedFile, outcome: str) -> str:
+    """Every problem, one a line, each where the command line says it is (the file, named once
+    at the top, is left out of each line)."""
+    head = f"❌ **{item.path.name}**: {_plural(len(item.problems), 'problem')}. {outcome}\n"
+    lines = [f"• {problem_line(p)}" for p in item.problems]
+    return rendering.fit_list(head, lines, limits.CONTENT_MAX, sep="\n", item_max=LINE_MAX)
+
+
+def summary(definition: EventDefinition) -> str:
+    steps = sum(len(phase.steps) for phase in definition.phases)
+    scopes = f"scopes {', '.join(definition.scopes)}" if definition.scopes else "no scopes"
+    return (
+        f"{_plural(len(definition.phases), 'phase')}, {_plural(steps, 'step')}, {scopes}, "
+        f"{schedule.describe(definition.schedule)}"
+    )
+
+
+def _name(definition: EventDefinition) -> str:
+    return f"**{rendering.clip(definition.title, 200)}** (`{definition.key}`)"
+
+
+async def validate_upload(
+    bot: EventBot, interaction: discord.Interaction, attachment: discord.Attachment
+) -> None:
+    """``/event validate``: the check alone; nothing is stored either way."""
+    item = await check_upload(bot, attachment)
+    if not item.valid:
+        await _reply(interaction, problems_text(item, "It would not publish."))
+        return
+    assert item.definition is not None
+    lines = [f"✅ **{item.path.name}** is valid: {_name(item.definition)}, {summary(item.definition)}"]
+    lines += next_lines(item.definition, bot.services.clock.now())
+    lines.append("Nothing was stored: /event publish publishes it.")
+    await _reply(interaction, "\n".join(lines))
+
+
+@dataclasses.dataclass(frozen=True)
+class Current:
+    """What the event is now: its version id and number, and the definition (``None`` when
+    that version cannot be read, with the reason)."""
+
+    version_id: int
+    number: int
+    definition: EventDefinition | None
+    unreadable: str | None = None
+
+
+async def current_of(bot: EventBot, key: str) -> Current | None:
+    services = bot.services
+    try:
+        found = await views.current_definition(services.engine, key, services.versions)
+    except UnknownDefinition:
+        return None
+    except UnreadableDefinition as exc:
+        return Current(exc.version_id, exc.version or 0, None, exc.reason)
+    listed = await views.list_definitions(services.engine, services.versions)
+    number = next((d.version for d in listed if d.key == key), 0)
+    return Current(found.version_id, number, found.definition)
+
+
+async def publish_upload(
+    bot: EventBot, interaction: discord.Interaction, attachment: discord.Attachment
+) -> None:
+    """``/event publish``: the check, then the preview with its buttons (nothing stored yet)."""
+    item = await check_upload(bot, attachment)
+    if not item.valid:
+        await _reply(interaction, problems_text(item, NOTHING_PUBLISHED))
+        return
+    definition = item.definition
+    assert definition is not None
+    current = await current_of(bot, definition.key)
+    if current is not None and current.definition is not None:
+        if current.definition.content_hash() == definition.content_hash():
+            await _reply(
+                interaction,
+                f"{_name(definition)} is unchanged: nothing to publish (version {current.number}, "
+                f"the current one, is exactly this file). {NOTHING_PUBLISHED}",
+            )
+            return
+    now = bot.services.clock.now()
+    draft = bot.publish_drafts.add(
+        user_id=interaction.user.id,
+        definition=definition,
+        source=f"discord:{item.path.name}",
+        base_version_id=current.version_id if current else None,
+        number=current.number + 1 if current else 1,
+        now=now,
+    )
+    await _reply(interaction, preview_text(draft, current), view=publish_view(draft.token))
+
+
+def preview_text(draft: Draft, current: Current | None) -> str:
+    definition = draft.definition
+    tail = (
+        f"\nPublish stores it as version {draft.number}; Cancel leaves everything as it is. "
+        f"This preview expires {rendering.timestamp(draft.expires_at)}."
+    )
+    if current is None:
+        head = f"🆕 {_name(definition)}: a new event, from {draft.source.removeprefix('discord:')}\n"
+        return rendering.fit_list(head, [summary(definition)], limits.CONTENT_MAX, sep="\n", tail=tail)
+    head = (
+        f"📝 {_name(definition)}: version {current.number} → {draft.number}, from "
+        f"{draft.source.removeprefix('discord:')}\n"
+    )
+    if current.definition is None:
+        found = [f"the current version cannot be read ({current.unreadable}); this one replaces it"]
+    else:
+        # Empty only when the stored version was written in an older form of the same content.
+        found = changes(current.definition, definition) or ["no change a person would see"]
+    lines = [f"• {line}" for line in found]
+    return rendering.fit_list(head, lines, limits.CONTENT_MAX, sep="\n", tail=tail, item_max=LINE_MAX)
+
+
+def publish_view(token: str, *, disabled: bool = False) -> discord.ui.View:
+    view = discord.ui.View(timeout=None)
+    view.add_item(PublishButton(token, "publish", disabled=disabled))
+    view.add_item(PublishButton(token, "cancel", disabled=disabled))
+    return view
+
+
+async def _reply(interaction: discord.Interaction, text: str, **fields: Any) -> None:
+    await interaction.followup.send(rendering.clip(text, limits.CONTENT_MAX), ephemeral=True, **fields)
+
+
+class PublishButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=PUBLISH_TEMPLATE):
+    """Publish or Cancel under a preview; the draft it names is in ``bot.publish_drafts``."""
+
+    def __init__(self, token: str, verb: str, *, disabled: bool = False) -> None:
+        publish = verb == "publish"
+        super().__init__(
+            discord.ui.Button(
+                label="Publish" if publish else "Cancel",
+                style=discord.ButtonStyle.success if publish else discord.ButtonStyle.secondary,
+                custom_id=f"evpub:{token}:{verb}",
+                disabled=disabled,
+            )
+        )
+        self.token, self.verb = token, verb
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
+    ) -> PublishButton:
+        return cls(match["token"], match["verb"])
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        return await admit(EventBot.of(interaction).config, interaction, "publish")
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        # A DynamicItem's errors reach no View.on_error: the boundary is invoked here.
+        try:
+            await self._pressed(EventBot.of(interaction), interaction)
+        except Exception as exc:
+            await reply_to_error(interaction, exc)
+
+    async def _pressed(self, bot: EventBot, interaction: discord.Interaction) -> None:
+        drafts = bot.publish_drafts
+        draft = drafts.get(self.token, bot.services.clock.now())
+        if draft is None:
+            await interaction.response.send_message(
+                f"This preview expired; run /event publish again. {NOTHING_PUBLISHED}", ephemeral=True
+            )
+            return
+        if draft.user_id != interaction.user.id:
+            await interaction.response.send_message(
+                f"Only <@{draft.user_id}>, who asked for this preview, can press its buttons. "
+                f"{NOTHING_PUBLISHED}",
+                ephemeral=True,
+            )
+            return
+        drafts.take(self.token)
+        done = publish_view(self.token, disabled=True)
+        if self.verb == "cancel":
+            await interaction.response.edit_message(
+                content=f"Cancelled {_name(draft.definition)}. {NOTHING_PUBLISHED}", view=done
+            )
+            return
+        await interaction.response.defer()
+        text = await publish_draft(bot, interaction, draft)
+        await interaction.edit_original_response(content=text, view=done)
+
+
+async def publish_draft(bot: EventBot, interaction: discord.Interaction, draft: Draft) -> str:
+    """Publish ``draft`` unless the event moved on since its preview; what happened, in words."""
+    definition = draft.definition
+    current = await current_of(bot, definition.key)
+    if (current.version_id if current else None) != draft.base_version_id:
+        now_at = f"it is at version {current.number} now" if current else "it is no longer published"
+        return (
+            f"The event changed since this preview ({now_at}): {_name(definition)} was not "
+            f"published. Run /event publish again to see what your file changes now."
+        )
+    services = bot.services
+    published = await catalog.publish(
+        services.engine,
+        definition,
+        services.clock.now(),
+        source=draft.source,
+        actor=actor_of(interaction.user),
+    )
+    # The schedule (occurrences, reminders, the Events tab) follows the new version at once.
+    bot.nudge()
+    if not published.changed:
+        return f"{_name(definition)} is unchanged: nothing to publish. {NOTHING_PUBLISHED}"
+    return f"✅ Published {_name(definition)} as version {published.version}."
