@@ -26,6 +26,14 @@ from runner.views import StepContext
 Describe = Callable[[int, int], Awaitable[StepContext | None]]
 
 CHANNEL_REF = r"^(#?[a-z0-9][a-z0-9_-]{0,99}|[0-9]{15,21})$"
+_CHANNEL_REF = re.compile(CHANNEL_REF.removeprefix("^").removesuffix("$"), re.ASCII)
+# An author is told what a pattern allows in words, never shown the pattern.
+CHANNEL_RULE = (
+    "name a channel alias from the config (lower case letters, digits, - and _, starting with a "
+    "letter or a digit, at most 100 characters; a leading # is allowed) or a channel id (15 to 21 "
+    "digits)"
+)
+IMAGE_URL = re.compile(r"https://\S+")
 # A role is named by its alias in the config's ``roles``, never by a raw id: only an alias can be
 # held to the config's policy (which roles exist, which announcements may ping). ASCII only, so
 # no Unicode digit ("²") can pass for an id anywhere later.
@@ -69,12 +77,25 @@ def _placeholders_known(value: str | None) -> str | None:
     return value
 
 
+def _channel_ref(value: str | None) -> str | None:
+    if value is None or _CHANNEL_REF.fullmatch(value):
+        return value
+    raise ValueError(f"{value[:40]!r} is not a channel: {CHANNEL_RULE}")
+
+
+def _image_url(value: str | None) -> str | None:
+    if value is None or IMAGE_URL.fullmatch(value):
+        return value
+    raise ValueError(f"{value[:40]!r} is not an image address: write its https:// link, with no spaces")
+
+
 def _role_alias(value: str | None) -> str | None:
     if value is None:
         return value
     if not ROLE_ALIAS.fullmatch(value):
         raise ValueError(
-            f"{value[:40]!r} is not a role alias (letters, digits, - and _, as in the config's roles)"
+            f"{value[:40]!r} is not a role alias (letters, digits, - and _, starting with a letter "
+            "or a digit, at most 100 characters, as in the config's roles)"
         )
     if value.isascii() and value.isdigit():
         raise ValueError(
@@ -100,11 +121,12 @@ class EmbedParams(_Params):
     title: str | None = Field(default=None, max_length=limits.EMBED_TITLE_MAX)
     description: str | None = Field(default=None, max_length=limits.EMBED_DESCRIPTION_MAX)
     colour: int | None = Field(default=None, ge=0, le=0xFFFFFF)
-    image: str | None = Field(default=None, pattern=r"^https://\S+$", max_length=2000)
+    image: str | None = Field(default=None, max_length=2000)
     footer: str | None = Field(default=None, max_length=limits.EMBED_FOOTER_MAX)
     fields: list[EmbedFieldParams] = Field(default_factory=list, max_length=limits.EMBED_FIELDS_MAX)
 
     _placeholders = field_validator("title", "description", "footer")(_placeholders_known)
+    _image = field_validator("image")(_image_url)
 
     @field_validator("colour", mode="before")
     @classmethod
@@ -112,7 +134,10 @@ class EmbedParams(_Params):
         if isinstance(value, str):
             match = re.fullmatch(r"#?([0-9a-fA-F]{6})", value.strip())
             if not match:
-                raise ValueError(f"colour {value!r} must be #RRGGBB or a number")
+                raise ValueError(
+                    f'colour {value[:40]!r} is not a colour: write it as "#RRGGBB", six hexadecimal '
+                    'digits (0-9 and A-F, e.g. "#6A3FB5"), or as a number from 0 to 16777215'
+                )
             return int(match.group(1), 16)
         return value
 
@@ -148,13 +173,14 @@ class EmbedParams(_Params):
 
 
 class AnnounceParams(_Params):
-    channel: str = Field(pattern=CHANNEL_REF, description="a channel alias from config, or a channel id")
+    channel: str = Field(description="a channel alias from config, or a channel id")
     content: str | None = Field(default=None, min_length=1, max_length=limits.CONTENT_MAX)
     embed: EmbedParams | None = None
     ping_role: str | None = Field(default=None, description="a role alias from config")
 
     _placeholders = field_validator("content")(_placeholders_known)
     _ping_role = field_validator("ping_role")(_role_alias)
+    _channel = field_validator("channel")(_channel_ref)
 
     @model_validator(mode="after")
     def _something_to_say(self) -> AnnounceParams:
@@ -188,13 +214,12 @@ class AnnounceParams(_Params):
 class CueParams(_Params):
     instructions: str = Field(min_length=1, max_length=limits.EMBED_DESCRIPTION_MAX)
     title: str | None = Field(default=None, max_length=limits.EMBED_TITLE_MAX)
-    channel: str | None = Field(
-        default=None, pattern=CHANNEL_REF, description="defaults to the configured GM channel"
-    )
+    channel: str | None = Field(default=None, description="defaults to the configured GM channel")
     ping_role: str | None = Field(default=None, description="a role alias from config")
 
     _placeholders = field_validator("instructions", "title")(_placeholders_known)
     _ping_role = field_validator("ping_role")(_role_alias)
+    _channel = field_validator("channel")(_channel_ref)
 
     def problems_for_scope(self, scope: str) -> list[tuple[str, str]]:
         if len(render(self.instructions, scope) or "") > limits.EMBED_DESCRIPTION_MAX:

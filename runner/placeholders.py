@@ -16,9 +16,10 @@ The rule, one for validation and for rendering alike:
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
+
+from runner.suggestions import closest
 
 KNOWN = ("scope", "title", "start", "start_relative")
 
@@ -55,7 +56,7 @@ def problem(text: str, known: tuple[str, ...] = KNOWN) -> str | None:
     near: list[tuple[str, str]] = []
     for match in _BRACED.finditer(_TOKEN.sub(_blank_escapes, text)):
         leading = _LEADING_NAME.match(match.group(1))
-        meant = _closest(leading.group(1), known) if leading else None
+        meant = closest(leading.group(1), known) if leading else None
         if meant is not None and match.group(0) != f"{{{meant}}}":
             near.append((match.group(0), meant))
     if not unknown and not near:
@@ -76,14 +77,6 @@ def _blank_escapes(match: re.Match[str]) -> str:
     return " " * len(match.group(0))
 
 
-def _closest(name: str, known: tuple[str, ...]) -> str | None:
-    folded = {k.casefold(): k for k in known}
-    if name.casefold() in folded:
-        return folded[name.casefold()]
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    return close[0] if close else None
-
-
 def _suggestion(name: str, known: tuple[str, ...]) -> str:
-    meant = _closest(name, known)
+    meant = closest(name, known)
     return f" (did you mean {{{meant}}}?)" if meant else ""

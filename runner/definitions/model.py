@@ -11,6 +11,7 @@ import hashlib
 import itertools
 import json
 import math
+import re
 import string
 import zoneinfo
 from typing import Annotated, Any, Literal
@@ -28,6 +29,13 @@ from pydantic import (
 from runner.definitions.durations import duration_seconds
 
 KEY = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+KEY_MAX = 64
+# Said to an author in words, never as the pattern (``key_problem``).
+KEY_RULE = (
+    f"lower case letters, digits, - and _, starting with a letter or a digit, at most {KEY_MAX} characters"
+)
+_KEY = re.compile(KEY.removeprefix("^").removesuffix("$"), re.ASCII)
+_KEY_CHARACTERS = frozenset(string.ascii_lowercase + string.digits + "-_")
 DEFAULT_GRACE_SECONDS = 900
 MAX_GRACE_SECONDS = 7 * 24 * 60 * 60
 DUPLICATE_PHASES = "phase keys must be unique"
@@ -50,6 +58,33 @@ DISCORD_EVENT_LOCATION_MAX = 100
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def key_problem(value: str) -> str | None:
+    """Why ``value`` is not a key (``KEY``), in words, or ``None``. Matched in full, as the
+    pattern means it (Python's ``$`` would let a trailing newline through)."""
+    if _KEY.fullmatch(value):
+        return None
+    if not value:
+        return f"must not be empty: a key is {KEY_RULE}"
+    shown = repr(value if len(value) <= 40 else value[:40] + "…")
+    odd = [c for c in dict.fromkeys(value) if c not in _KEY_CHARACTERS]
+    if len(value) > KEY_MAX:
+        why = f"it is {len(value)} characters"
+    elif odd and all(c.isupper() for c in odd):
+        why = "it has upper case letters"
+    elif odd:
+        why = f"it has {', '.join(repr(c) for c in odd[:5])}"
+    else:
+        why = f"it starts with {value[0]!r}"
+    return f"{shown} is not a key ({why}): use {KEY_RULE}"
+
+
+def _key(value: str) -> str:
+    problem = key_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
 
 
 class ManualSchedule(_Strict):
@@ -208,6 +243,29 @@ class ReminderDefinition(_Strict):
         return shown_duration(self.before)
 
 
+def _grace_seconds(value: Any) -> int:
+    """``grace_seconds`` as authors write it: seconds, or a duration like a wait's (``10m``,
+    ``90s``, ``1h``), from 0 to 7 days, stored as whole seconds (so versions stored as a number
+    load as they were)."""
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise ValueError("grace_seconds is a number of seconds or text like '10m', '90s' or '1h'")
+    try:
+        seconds = duration_seconds(value)
+    except ValueError:
+        shown = repr(value if len(value) <= 40 else value[:40] + "…") if isinstance(value, str) else value
+        raise ValueError(
+            f"{shown} is not a duration: grace_seconds is a number of seconds or text like "
+            "'10m', '90s' or '1h'"
+        ) from None
+    if math.isnan(seconds) or seconds < 0:
+        raise ValueError("grace_seconds must not be negative (0 means: start on time or not at all)")
+    if seconds > MAX_GRACE_SECONDS:
+        raise ValueError(f"grace_seconds may be at most {MAX_GRACE_SECONDS // 86400} days")
+    if seconds != int(seconds):
+        raise ValueError("grace_seconds is whole seconds (no fractions)")
+    return int(seconds)
+
+
 def shown_duration(seconds: float) -> str:
     whole = int(seconds)
     days, rest = divmod(whole, 86400)
@@ -237,13 +295,15 @@ class StepDefinition(_Strict):
 
 
 class PhaseDefinition(_Strict):
-    key: str = Field(pattern=KEY)
+    key: str
     label: str = Field(min_length=1, max_length=200)
     steps: list[StepDefinition] = Field(min_length=1)
 
+    _key_words = field_validator("key")(_key)
+
 
 class EventDefinition(_Strict):
-    key: str = Field(pattern=KEY)
+    key: str
     title: str = Field(min_length=1, max_length=200)
     description: str = ""
     schedule: Schedule = Field(default_factory=ManualSchedule)
@@ -258,33 +318,48 @@ class EventDefinition(_Strict):
     discord_event: DiscordEventDefinition | bool | None = None
     phases: list[PhaseDefinition] = Field(min_length=1)
 
+    _key_words = field_validator("key")(_key)
+
+    @field_validator("grace_seconds", mode="before")
+    @classmethod
+    def _grace(cls, value: Any) -> int:
+        return _grace_seconds(value)
+
     @field_validator("duration", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> float | None:
         return None if value is None else _seconds(value, "the duration", MAX_DURATION_SECONDS)
 
+    # Field validators rather than one model validator, so each problem is located at the field
+    # it is about; each needs a field declared before it, which is only in ``info.data`` when it
+    # was valid itself (and is then reported on its own).
     @field_validator("reminders")
     @classmethod
-    def _distinct_leads(cls, value: list[ReminderDefinition]) -> list[ReminderDefinition]:
+    def _distinct_leads(
+        cls, value: list[ReminderDefinition], info: ValidationInfo
+    ) -> list[ReminderDefinition]:
         leads = [r.before for r in value]
         twice = sorted({shown_duration(lead) for lead in leads if leads.count(lead) > 1})
         if twice:
             raise ValueError(f"two reminders with the same lead time: {', '.join(twice)}")
-        return value
-
-    @model_validator(mode="after")
-    def _mirror_needs_duration(self) -> EventDefinition:
-        if self.discord_event not in (None, False) and self.duration is None:
-            raise ValueError(
-                "discord_event needs the event's expected duration (duration: 1h30m): a Discord "
-                "event shows when it ends"
-            )
-        if self.reminders and isinstance(self.schedule, ManualSchedule):
+        if value and isinstance(info.data.get("schedule"), ManualSchedule):
             raise ValueError(
                 "reminders are sent before scheduled occurrences; this event has no schedule "
                 "(give it schedule: {cron: ..., timezone: ...} or {once: ...})"
             )
-        return self
+        return value
+
+    @field_validator("discord_event")
+    @classmethod
+    def _mirror_needs_duration(
+        cls, value: DiscordEventDefinition | bool | None, info: ValidationInfo
+    ) -> DiscordEventDefinition | bool | None:
+        if value not in (None, False) and "duration" in info.data and info.data["duration"] is None:
+            raise ValueError(
+                "discord_event needs the event's expected duration (duration: 1h30m): a Discord "
+                "event shows when it ends"
+            )
+        return value
 
     @model_validator(mode="before")
     @classmethod

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from runner import limits, placeholders
 from runner.clock import to_naive_utc
@@ -21,8 +21,10 @@ from runner.definitions.model import (
     StepDefinition,
     _shortest_gap_seconds,
 )
+from runner.definitions.words import worded
 from runner.errors import DefinitionError, Problem
 from runner.registry import ActionRegistry
+from runner.suggestions import did_you_mean
 
 
 def publication_problems(
@@ -72,7 +74,7 @@ def publication_problems(
             refuse(
                 f"{definition.schedule.at.isoformat()} ({at:%a %d %b %Y %H:%M} UTC) is in the past: "
                 "this event would never run (give it a date still to come)",
-                "schedule.at",
+                "schedule.once",
             )
     for index, reminder in enumerate(definition.reminders):
         problem = placeholders.problem(reminder.label) if reminder.label else None
@@ -115,8 +117,8 @@ def _phase_key(raw: Any, index: int) -> str:
     return f"#{index}"
 
 
-def _locate(raw: Any, loc: tuple[Any, ...], file: str | None) -> tuple[str | None, int | None, str | None]:
-    """Turn a pydantic error location into (phase key, step index, field)."""
+def _locate(raw: Any, loc: tuple[Any, ...]) -> tuple[str | None, int | None, str | None]:
+    """Turn an author's location (``words.worded``'s) into (phase key, step index, field)."""
     phase: str | None = None
     step: int | None = None
     rest = list(loc)
@@ -126,9 +128,6 @@ def _locate(raw: Any, loc: tuple[Any, ...], file: str | None) -> tuple[str | Non
         if len(rest) >= 2 and rest[0] == "steps" and isinstance(rest[1], int):
             step = rest[1]
             rest = rest[2:]
-    # Drop the discriminated union's tag from schedule errors ("schedule.cron.cron" -> "schedule.cron").
-    if len(rest) >= 2 and rest[0] == "schedule" and rest[1] in ("manual", "once", "cron"):
-        rest = [rest[0], *rest[2:]]
     field = _dotted(rest) or None
     return phase, step, field
 
@@ -138,17 +137,11 @@ def _dotted(parts: list[Any]) -> str:
     return ".".join(str(p) if p != "" else "''" for p in parts)
 
 
-def _from_validation_error(
-    exc: ValidationError, raw: Any, file: str | None, prefix: tuple[Any, ...] = ()
-) -> list[Problem]:
+def _from_validation_error(exc: ValidationError, raw: Any, file: str | None) -> list[Problem]:
     problems = []
-    for err in exc.errors():
-        loc = tuple(err["loc"])
-        message = err["msg"]
-        phase, step, field = _locate(raw, prefix + loc, file)
-        if message.startswith("Value error, "):
-            message = message[len("Value error, ") :]
-        problems.append(Problem(message=message, file=file, phase=phase, step=step, field=field))
+    for said in worded(exc, EventDefinition, raw):
+        phase, step, field = _locate(raw, said.loc)
+        problems.append(Problem(message=said.message, file=file, phase=phase, step=step, field=field))
     return problems
 
 
@@ -169,7 +162,10 @@ def validate(
         problems.extend(_duplicate_phase_problems(raw, file))
         # Structural errors hide the params ones; report those too where the structure allows.
         problems.extend(_params_problems_raw(raw, registry, file))
-        raise DefinitionError(problems) from None
+        problems.extend(_reminder_problems_raw(raw, registry, file))
+        # The raw params check can repeat the model's own word for a step whose params are not
+        # a mapping at all: say it once.
+        raise DefinitionError(list(dict.fromkeys(problems))) from None
     problems = publication_problems(definition, file, now)
     problems.extend(_params_problems(definition, registry, file))
     problems.extend(_reminder_problems(definition, registry, file))
@@ -203,38 +199,55 @@ def _duplicate_phase_problems(raw: dict[str, Any], file: str | None) -> list[Pro
 
 
 def _check_step(
-    action_id: Any, params: Any, registry: ActionRegistry, file: str | None, phase: str, index: int
+    action_id: Any,
+    params: Any,
+    registry: ActionRegistry,
+    file: str | None,
+    phase: str,
+    index: int,
+    *,
+    beside: tuple[str, ...] = (),
 ) -> list[Problem]:
+    """A step's action and params; ``beside``: the names a reminder has besides its params."""
     if not isinstance(action_id, str):
         return []
     action = registry.get(action_id)
     if action is None:
         known = ", ".join(registry.described())
+        hint = did_you_mean(action_id, registry.ids())
         return [
             Problem(
-                f"unknown action {action_id!r} (known: {known})",
+                f"unknown action {action_id!r}{hint} (known: {known})",
                 file=file,
                 phase=phase,
                 step=index,
                 field="action",
             )
         ]
+    return _params_words(action.params_model, params, file, phase, index, beside)
+
+
+def _params_words(
+    model: type[BaseModel],
+    params: Any,
+    file: str | None,
+    phase: str,
+    index: int,
+    beside: tuple[str, ...],
+) -> list[Problem]:
+    value = params if params is not None else {}
     try:
-        action.params_model.model_validate(params if params is not None else {})
+        model.model_validate(value)
     except ValidationError as exc:
         return [
             Problem(
-                message=(
-                    err["msg"][len("Value error, ") :]
-                    if err["msg"].startswith("Value error, ")
-                    else err["msg"]
-                ),
+                message=said.message,
                 file=file,
                 phase=phase,
                 step=index,
-                field=_dotted(["params", *err["loc"]]),
+                field=_dotted(["params", *said.loc]),
             )
-            for err in exc.errors()
+            for said in worded(exc, model, value, extra_known=beside)
         ]
     return []
 
@@ -281,14 +294,42 @@ def _reminder_problems(
     model, scope by scope, and located at ``reminders.<index>.<field>``."""
     problems: list[Problem] = []
     for index, reminder in enumerate(definition.reminders):
-        found = _check_step(REMINDER_ACTION, reminder.params, registry, file, "", index)
+        found = _check_step(REMINDER_ACTION, reminder.params, registry, file, "", index, beside=_REMINDER_OWN)
         if not found:
             step = StepDefinition(action=REMINDER_ACTION, params=reminder.params)
             found = _scope_problems(definition, registry, file, "", index, step)
-        for problem in found:
-            inner = (problem.field or "").removeprefix("params.").removeprefix("params")
-            field = f"reminders.{index}.{inner}" if inner else f"reminders.{index}"
-            problems.append(Problem(problem.message, file=file, field=field))
+        problems.extend(_at_reminder(found, index, file))
+    return problems
+
+
+# A reminder's own fields, written beside its announcement's.
+_REMINDER_OWN = ("before", "label")
+
+
+def _at_reminder(found: list[Problem], index: int, file: str | None) -> list[Problem]:
+    """A reminder is written flat, so its announcement's ``params.channel`` is its ``channel``."""
+    problems = []
+    for problem in found:
+        inner = (problem.field or "").removeprefix("params.").removeprefix("params")
+        field = f"reminders.{index}.{inner}" if inner else f"reminders.{index}"
+        problems.append(Problem(problem.message, file=file, field=field))
+    return problems
+
+
+def _reminder_problems_raw(raw: dict[str, Any], registry: ActionRegistry, file: str | None) -> list[Problem]:
+    """The reminders' announcement fields when the definition's structure failed elsewhere, so
+    those come in the same pass. Only a mapping written flat (as the model reads it) is
+    checked; anything else is the model's error to report."""
+    reminders = raw.get("reminders")
+    if not isinstance(reminders, list):
+        return []
+    problems: list[Problem] = []
+    for index, reminder in enumerate(reminders):
+        if not isinstance(reminder, dict) or "params" in reminder:
+            continue
+        params = {k: v for k, v in reminder.items() if k not in _REMINDER_OWN}
+        found = _check_step(REMINDER_ACTION, params, registry, file, "", index, beside=_REMINDER_OWN)
+        problems.extend(_at_reminder(found, index, file))
     return problems
 
 

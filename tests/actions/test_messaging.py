@@ -141,7 +141,7 @@ def test_an_embed_colour_is_hex_text_or_a_number() -> None:
     assert EmbedParams(title="t", colour="#ff8800").colour == 0xFF8800
     assert EmbedParams(title="t", colour="00ff00").colour == 0x00FF00
     assert EmbedParams(title="t", colour=255).colour == 255
-    with pytest.raises(ValidationError, match="must be #RRGGBB"):
+    with pytest.raises(ValidationError, match=r'colour .orange. is not a colour: write it as "#RRGGBB"'):
         EmbedParams(title="t", colour="orange")
     with pytest.raises(ValidationError):
         EmbedParams(title="t", colour=0x1000000)

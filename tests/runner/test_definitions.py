@@ -90,7 +90,7 @@ def test_scope_substitution_is_checked_against_the_limits_per_scope() -> None:
         ({"grace_seconds": -1}, "grace_seconds"),
         ({"schedule": {"cron": "61 * * * *", "timezone": "Europe/Berlin"}}, "schedule.cron"),
         ({"schedule": {"cron": "0 20 * * FRI", "timezone": "Mars/Olympus"}}, "schedule.timezone"),
-        ({"schedule": {"once": "2026-12-01T20:00:00"}}, "schedule.at"),
+        ({"schedule": {"once": "2026-12-01T20:00:00"}}, "schedule.once"),
         ({"concurrency_key": "invasion:{world}"}, "concurrency_key"),
         ({"scopes": ["a", "a"]}, "scopes"),
         ({"key": "Not A Key"}, "key"),
