@@ -7,12 +7,12 @@ is one every step of which its action will accept.
 """
 
 from runner.definitions.durations import duration_seconds
+from runner.definitions.keys import KEY
 from runner.definitions.loading import from_spec, load_file, parse_yaml, read_file
 from runner.definitions.model import (
     CONCURRENCY_KEY_MAX,
     DEFAULT_GRACE_SECONDS,
     DUPLICATE_PHASES,
-    KEY,
     MAX_GRACE_SECONDS,
     MAX_PARAM_NODES,
     REHEARSAL_KEY_PREFIX,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 # ASCII digits only: Python's ``\d`` and ``float()`` also take other scripts' digits ("٣m"), which
 # no author means and no reader of the file would recognise as a number.
@@ -31,3 +32,39 @@ def duration_seconds(value: str | int | float) -> float:
         raise ValueError(f"{value[:40]!r} is not a duration (use seconds, or text like '5m' or '1h30m')")
     days, hours, minutes, seconds = match.groups()
     return int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes or 0) * 60 + float(seconds or 0)
+
+
+def bounded_seconds(value: Any, what: str, most: int) -> float:
+    """A duration as authors write it (``90``, ``"15m"``, ``"1h30m"``), more than zero and at most
+    ``most`` seconds."""
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise ValueError(f"{what} is a number of seconds or text like '15m' or '1h30m'")
+    seconds = duration_seconds(value)
+    if math.isnan(seconds) or seconds <= 0:
+        raise ValueError(f"{what} must be longer than zero")
+    if seconds > most:
+        raise ValueError(f"{what} may be at most {most // 86400} days")
+    return seconds
+
+
+def grace_seconds(value: Any, most: int) -> int:
+    """``grace_seconds`` as authors write it: seconds, or a duration like a wait's (``10m``,
+    ``90s``, ``1h``), from 0 to ``most`` seconds, stored as whole seconds (so versions stored as a number
+    load as they were)."""
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise ValueError("grace_seconds is a number of seconds or text like '10m', '90s' or '1h'")
+    try:
+        seconds = duration_seconds(value)
+    except ValueError:
+        shown = repr(value if len(value) <= 40 else value[:40] + "…") if isinstance(value, str) else value
+        raise ValueError(
+            f"{shown} is not a duration: grace_seconds is a number of seconds or text like "
+            "'10m', '90s' or '1h'"
+        ) from None
+    if math.isnan(seconds) or seconds < 0:
+        raise ValueError("grace_seconds must not be negative (0 means: start on time or not at all)")
+    if seconds > most:
+        raise ValueError(f"grace_seconds may be at most {most // 86400} days")
+    if seconds != int(seconds):
+        raise ValueError("grace_seconds is whole seconds (no fractions)")
+    return int(seconds)

@@ -10,8 +10,6 @@ import datetime as dt
 import hashlib
 import itertools
 import json
-import math
-import re
 import string
 import zoneinfo
 from typing import Annotated, Any, Literal
@@ -26,16 +24,9 @@ from pydantic import (
     model_validator,
 )
 
-from runner.definitions.durations import duration_seconds
+from runner.definitions.durations import bounded_seconds, grace_seconds
+from runner.definitions.keys import checked_key
 
-KEY = r"^[a-z0-9][a-z0-9_-]{0,63}$"
-KEY_MAX = 64
-# Said to an author in words, never as the pattern (``key_problem``).
-KEY_RULE = (
-    f"lower case letters, digits, - and _, starting with a letter or a digit, at most {KEY_MAX} characters"
-)
-_KEY = re.compile(KEY.removeprefix("^").removesuffix("$"), re.ASCII)
-_KEY_CHARACTERS = frozenset(string.ascii_lowercase + string.digits + "-_")
 DEFAULT_GRACE_SECONDS = 900
 MAX_GRACE_SECONDS = 7 * 24 * 60 * 60
 DUPLICATE_PHASES = "phase keys must be unique"
@@ -58,33 +49,6 @@ DISCORD_EVENT_LOCATION_MAX = 100
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def key_problem(value: str) -> str | None:
-    """Why ``value`` is not a key (``KEY``), in words, or ``None``. Matched in full, as the
-    pattern means it (Python's ``$`` would let a trailing newline through)."""
-    if _KEY.fullmatch(value):
-        return None
-    if not value:
-        return f"must not be empty: a key is {KEY_RULE}"
-    shown = repr(value if len(value) <= 40 else value[:40] + "…")
-    odd = [c for c in dict.fromkeys(value) if c not in _KEY_CHARACTERS]
-    if len(value) > KEY_MAX:
-        why = f"it is {len(value)} characters"
-    elif odd and all(c.isupper() for c in odd):
-        why = "it has upper case letters"
-    elif odd:
-        why = f"it has {', '.join(repr(c) for c in odd[:5])}"
-    else:
-        why = f"it starts with {value[0]!r}"
-    return f"{shown} is not a key ({why}): use {KEY_RULE}"
-
-
-def _key(value: str) -> str:
-    problem = key_problem(value)
-    if problem:
-        raise ValueError(problem)
-    return value
 
 
 class ManualSchedule(_Strict):
@@ -198,19 +162,6 @@ def _plain_params(value: Any) -> Any:
     return value
 
 
-def _seconds(value: Any, what: str, most: int) -> float:
-    """A duration as authors write it (``90``, ``"15m"``, ``"1h30m"``), more than zero and at most
-    ``most`` seconds."""
-    if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise ValueError(f"{what} is a number of seconds or text like '15m' or '1h30m'")
-    seconds = duration_seconds(value)
-    if math.isnan(seconds) or seconds <= 0:
-        raise ValueError(f"{what} must be longer than zero")
-    if seconds > most:
-        raise ValueError(f"{what} may be at most {most // 86400} days")
-    return seconds
-
-
 class ReminderDefinition(_Strict):
     """A message sent a while before each scheduled occurrence starts. Written flat: ``before``
     (the lead time) beside the announcement's own fields (``channel``, ``content``, ``embed``,
@@ -234,36 +185,13 @@ class ReminderDefinition(_Strict):
     @field_validator("before", mode="before")
     @classmethod
     def _lead(cls, value: Any) -> float:
-        return _seconds(value, "a reminder's lead time", MAX_REMINDER_LEAD_SECONDS)
+        return bounded_seconds(value, "a reminder's lead time", MAX_REMINDER_LEAD_SECONDS)
 
     _plain_values = field_validator("params", mode="before")(_plain_params)
 
     def shown_lead(self) -> str:
         """``1h``, ``15m``, ``1h30m``: the lead as a person reads it."""
         return shown_duration(self.before)
-
-
-def _grace_seconds(value: Any) -> int:
-    """``grace_seconds`` as authors write it: seconds, or a duration like a wait's (``10m``,
-    ``90s``, ``1h``), from 0 to 7 days, stored as whole seconds (so versions stored as a number
-    load as they were)."""
-    if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise ValueError("grace_seconds is a number of seconds or text like '10m', '90s' or '1h'")
-    try:
-        seconds = duration_seconds(value)
-    except ValueError:
-        shown = repr(value if len(value) <= 40 else value[:40] + "…") if isinstance(value, str) else value
-        raise ValueError(
-            f"{shown} is not a duration: grace_seconds is a number of seconds or text like "
-            "'10m', '90s' or '1h'"
-        ) from None
-    if math.isnan(seconds) or seconds < 0:
-        raise ValueError("grace_seconds must not be negative (0 means: start on time or not at all)")
-    if seconds > MAX_GRACE_SECONDS:
-        raise ValueError(f"grace_seconds may be at most {MAX_GRACE_SECONDS // 86400} days")
-    if seconds != int(seconds):
-        raise ValueError("grace_seconds is whole seconds (no fractions)")
-    return int(seconds)
 
 
 def shown_duration(seconds: float) -> str:
@@ -299,7 +227,7 @@ class PhaseDefinition(_Strict):
     label: str = Field(min_length=1, max_length=200)
     steps: list[StepDefinition] = Field(min_length=1)
 
-    _key_words = field_validator("key")(_key)
+    _key_words = field_validator("key")(checked_key)
 
 
 class EventDefinition(_Strict):
@@ -318,17 +246,17 @@ class EventDefinition(_Strict):
     discord_event: DiscordEventDefinition | bool | None = None
     phases: list[PhaseDefinition] = Field(min_length=1)
 
-    _key_words = field_validator("key")(_key)
+    _key_words = field_validator("key")(checked_key)
 
     @field_validator("grace_seconds", mode="before")
     @classmethod
     def _grace(cls, value: Any) -> int:
-        return _grace_seconds(value)
+        return grace_seconds(value, MAX_GRACE_SECONDS)
 
     @field_validator("duration", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> float | None:
-        return None if value is None else _seconds(value, "the duration", MAX_DURATION_SECONDS)
+        return None if value is None else bounded_seconds(value, "the duration", MAX_DURATION_SECONDS)
 
     # Field validators rather than one model validator, so each problem is located at the field
     # it is about; each needs a field declared before it, which is only in ``info.data`` when it

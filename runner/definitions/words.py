@@ -193,7 +193,8 @@ def _walk(model: type[BaseModel], raw: Any, loc: tuple[Any, ...]) -> _Walked:
                 # Written flat: the announcement's fields sit beside ``before``.
                 annotation = field.annotation if field else None
                 continue
-            name = _AUTHOR_NAMES.get((annotation, part), part)
+            # The explicit form (``kind: once``, ``at: ...``) writes the model's own name.
+            name = part if _has(value, part) else _AUTHOR_NAMES.get((annotation, part), part)
             value = value.get(name) if isinstance(value, dict) else None
             annotation = field.annotation if field else None
             author.append(name)
@@ -267,7 +268,7 @@ def _message(err: ErrorDetails, known: list[str]) -> str:
         if not hint and known:
             hint = f" (the fields here are {', '.join(known)})"
         return f"unknown field {name!r}{hint}"
-    if loc[:1] == ("schedule",) and kind in _SCHEDULE_SHAPE:
+    if loc == ("schedule",) and kind in _SCHEDULE_SHAPE:
         return schedule_form_problem(value)
     simple = _SIMPLE.get(kind)
     if simple is not None:

@@ -381,6 +381,13 @@ def test_defect_once_without_offset_is_located_at_schedule_once(
     ]
 
 
+def test_the_explicit_once_form_is_located_at_the_at_it_writes() -> None:
+    """``{kind: once, at: ...}`` (the explicit form) names the field ``at``, as written there."""
+    with pytest.raises(DefinitionError) as refused:
+        validate(event(schedule={"kind": "once", "at": "2099-12-24T20:00:00"}), validation_registry())
+    assert [p.field for p in refused.value.problems] == ["schedule.at"]
+
+
 def test_defect_a_once_already_over_is_located_at_schedule_once() -> None:
     """Before: the past-``once`` refusal also named ``schedule.at``. Now ``schedule.once``."""
     with pytest.raises(DefinitionError) as refused:

@@ -1,0 +1,43 @@
+"""The key of an event or a phase: how staff refer to it (``/event start shadow-invasion``), and
+the rule an author is told in words, never as the pattern."""
+
+from __future__ import annotations
+
+import re
+import string
+
+KEY = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+KEY_MAX = 64
+KEY_RULE = (
+    f"lower case letters, digits, - and _, starting with a letter or a digit, at most {KEY_MAX} characters"
+)
+_KEY = re.compile(KEY.removeprefix("^").removesuffix("$"), re.ASCII)
+_KEY_CHARACTERS = frozenset(string.ascii_lowercase + string.digits + "-_")
+
+
+def key_problem(value: str) -> str | None:
+    """Why ``value`` is not a key (``KEY``), in words, or ``None``. Matched in full, as the
+    pattern means it (Python's ``$`` would let a trailing newline through)."""
+    if _KEY.fullmatch(value):
+        return None
+    if not value:
+        return f"must not be empty: a key is {KEY_RULE}"
+    shown = repr(value if len(value) <= 40 else value[:40] + "…")
+    odd = [c for c in dict.fromkeys(value) if c not in _KEY_CHARACTERS]
+    if len(value) > KEY_MAX:
+        why = f"it is {len(value)} characters"
+    elif odd and all(c.isupper() for c in odd):
+        why = "it has upper case letters"
+    elif odd:
+        why = f"it has {', '.join(repr(c) for c in odd[:5])}"
+    else:
+        why = f"it starts with {value[0]!r}"
+    return f"{shown} is not a key ({why}): use {KEY_RULE}"
+
+
+def checked_key(value: str) -> str:
+    """A field validator's: ``value`` if it is a key, else ``ValueError`` in words."""
+    problem = key_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
