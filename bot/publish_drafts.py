@@ -9,6 +9,7 @@ builds one), so two bots in one test share nothing.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import secrets
 from dataclasses import dataclass
@@ -42,6 +43,10 @@ class Draft:
 class Drafts:
     def __init__(self) -> None:
         self._by_token: dict[str, Draft] = {}
+        # Held from the check that the event has not moved on to the publish itself, so two
+        # presses in this process (two members' previews of one version) cannot both pass the
+        # check before either has published.
+        self.publishing = asyncio.Lock()
 
     def add(
         self,

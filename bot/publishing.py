@@ -309,7 +309,8 @@ class PublishButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], 
             )
             return
         await interaction.response.defer()
-        text = await publish_draft(bot, interaction, draft)
+        async with drafts.publishing:
+            text = await publish_draft(bot, interaction, draft)
         await interaction.edit_original_response(content=text, view=done)
 
 

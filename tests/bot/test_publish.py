@@ -349,6 +349,21 @@ async def test_publish_refuses_when_the_event_was_published_since_the_preview(pu
     assert await definitions_tables(pub.engine) == before
 
 
+async def test_of_two_previews_of_one_version_only_the_first_pressed_publishes(pub: Sim) -> None:
+    """Two moderators preview their own files against version 1; the second to press Publish
+    would overwrite a version they never saw, so it is refused."""
+    first = answer(await command(pub, "publish", as_file(changed_raid())))
+    second = answer(await command(pub, "publish", as_file(raid_spec(title="Harbour Siege")), member=pub.mod2))  # type: ignore[attr-defined]
+    assert "version 1 → 2" in first.content and "version 1 → 2" in second.content
+    await pub.mod.click(first, label="Publish")
+    pressed = await pub.mod2.click(second, label="Publish")  # type: ignore[attr-defined]
+    assert pressed.response is not None
+    assert pressed.response.content.startswith(
+        "The event changed since this preview (it is at version 2 now)"
+    )
+    assert [v.spec["title"] for v in await versions(pub.engine)] == ["Harbour Raid", "Harbour Assault"]
+
+
 async def test_a_preview_expires_after_its_time_and_with_the_process(pub: Sim) -> None:
     before = await definitions_tables(pub.engine)
     preview = answer(await command(pub, "publish", as_file(changed_raid())))
