@@ -13,7 +13,8 @@ For every file:
 * nothing but the located error escapes: ``check_files`` catches ``DefinitionError`` and
   nothing else, so any other exception fails the test with its traceback;
 * every problem names the file and a place in it (a phase, a step or a field, or a line and
-  column for a file that cannot be read as YAML), or is about the document as a whole;
+  column for a file that cannot be read as YAML), or is about the document as a whole, and is in
+  the project's words, never pydantic's ("Input should be ...", "Field required");
 * whatever validates is runnable: every step is accepted by its own action's params model at
   dispatch (in verify mode, every scope), it round-trips through the JSON that ``publish``
   stores, and its concurrency key fits its column.
@@ -41,6 +42,7 @@ from hypothesis import strategies as st
 from cli.definitions import CheckedFile, check_files
 from runner.errors import Problem
 from tests.reliability.test_bad_input import check_runnable, valid_definitions
+from tests.runner.test_validation_words import speaks_pydantic
 from wiring.config import Config
 
 FUZZ = settings(
@@ -434,6 +436,7 @@ def through_validate(path: Path, data: bytes, config: Config | None, counter: Co
         assert "Traceback" not in problem.message
         assert problem.step is None or problem.phase is not None, f"a step without its phase: {problem!r}"
         assert located(problem), f"names no place in the file: {problem}"
+        assert not speaks_pydantic(problem.message), f"pydantic's words reach the author: {problem}"
 
 
 def fuzz(name: str, inputs: st.SearchStrategy[bytes], tmp_path: Path, examples: int) -> Counter:
