@@ -22,7 +22,9 @@ The choices, where the issue leaves them open:
 * **The press.** Only the member who asked may press (and only while they still hold
   ``publish``); anyone else is refused and nothing changes. The preview pins the version it was
   compared with: if the event was published since (from Discord or the command line), Publish
-  refuses ("the event changed since this preview") and stores nothing. Otherwise it calls
+  refuses ("the event changed since this preview") and stores nothing; the check and the
+  publish hold one lock (``Drafts.publishing``), so two presses in this process cannot both
+  pass it (a ``python -m bot publish`` in that same instant still could). Otherwise it calls
   ``runner.catalog.publish`` as ``python -m bot publish`` does, with the member as the actor and
   ``discord:<file name>`` as the version's source. Cancel stores nothing.
 """
@@ -238,7 +240,7 @@ def preview_text(draft: Draft, current: Current | None) -> str:
     if current.definition is None:
         found = [f"the current version cannot be read ({current.unreadable}); this one replaces it"]
     else:
-        # Empty only when the stored version was written in an older form of the same content.
+        # Never empty when the hashes differ (every field is compared); a blank preview never shows.
         found = changes(current.definition, definition) or ["no change a person would see"]
     lines = [f"• {line}" for line in found]
     return rendering.fit_list(head, lines, limits.CONTENT_MAX, sep="\n", tail=tail, item_max=LINE_MAX)
