@@ -76,6 +76,8 @@ BOT_NAME = "eventbot"
 WIDTH, HEIGHT = 900, 520
 # /event status lists every phase and step: taller, so the whole embed is in the picture.
 STATUS_HEIGHT = 760
+# The publish preview, without the status answers above it in the same channel.
+PUBLISH_HEIGHT = 340
 # The bot's loop sleeps this long between ticks; simcord's clock is virtual, so it costs nothing.
 TICK = 5.0
 # simcord gives the bot this long (real seconds) to settle after each action; generous, because a
@@ -130,6 +132,8 @@ class World:
     engine: AsyncEngine
     guild: simcord.GuildHandle
     channels: dict[str, simcord.ChannelHandle]
+    # Where the event team types its commands: a channel of their own, which the bot need not know.
+    staff_room: simcord.ChannelHandle
     roles: dict[str, simcord.RoleHandle]
     player: simcord.MemberActor
     gm: simcord.MemberActor
@@ -218,6 +222,7 @@ async def _populate(env: simcord.Env, engine: AsyncEngine) -> World:
         engine=engine,
         guild=guild,
         channels=channels,
+        staff_room=guild.create_text_channel("event-team"),
         roles=roles,
         player=guild.add_member(env.create_user("robin"), roles=[roles["invasion-alerts"]], nick="Robin"),
         gm=guild.add_member(env.create_user("gwen"), roles=[roles["game-masters"]], nick="Gwen (GM)"),
@@ -297,7 +302,7 @@ def live_messages_available() -> bool:
 
 async def shoot(w: World, camera: Camera) -> None:
     """One run of the invasion in one world, photographed as it goes."""
-    staff_room = w.channel("event-chat")
+    staff_room, players_chat = w.staff_room, w.channel("event-chat")
     announcements, gm_cues, staff_log = (
         w.channel("announcements"),
         w.channel("gm-cues"),
@@ -307,8 +312,8 @@ async def shoot(w: World, camera: Camera) -> None:
     # A player tries a staff control: refused, with the roles that may, and nothing done.
     started = await w.staff.slash(staff_room, "event start", definition="shadow-invasion", scope=SCOPE)
     run_id = _run_id(started)
-    refused = await w.player.slash(staff_room, "event pause", run=run_id)
-    await camera.take("refused-control", "a player trying /event pause", staff_room, w.player, refused)
+    refused = await w.player.slash(players_chat, "event pause", run=run_id)
+    await camera.take("refused-control", "a player trying /event pause", players_chat, w.player, refused)
 
     await camera.take(
         "announcement", "the opening announcement, as a player sees it", announcements, w.player
@@ -340,6 +345,33 @@ async def shoot(w: World, camera: Camera) -> None:
     await w.advance(TICK)
     await camera.take("staff-log", "the staff log once the run has completed", staff_log, w.staff)
 
+    # The event's author lengthens the waves and publishes the file from Discord: the preview.
+    edited = yaml.safe_load(EVENT.read_text(encoding="utf-8"))
+    battle = next(p for p in edited["phases"] if p["key"] == "battle")
+    waves = next(s for s in battle["steps"] if s["action"] == "core.wait")
+    waves["params"]["duration"] = "20m"
+    battle["steps"].insert(
+        battle["steps"].index(waves) + 1,
+        {
+            "label": "Warn of the second wave",
+            "action": "discord.announce",
+            "params": {
+                "channel": "announcements",
+                "content": "A second wave is forming at the gates of {scope}!",
+            },
+        },
+    )
+    upload = yaml.safe_dump(edited, sort_keys=False, allow_unicode=True).encode()
+    preview = await w.staff.slash(staff_room, "event publish", file=(EVENT.name, upload))
+    await camera.take(
+        "publish-preview",
+        "/event publish of an edited file: the preview",
+        staff_room,
+        w.staff,
+        preview,
+        height=PUBLISH_HEIGHT,
+    )
+
 
 def _run_id(result: Any) -> int:
     """The run id from ``/event start``'s answer ("✅ started … as run 1")."""
@@ -359,7 +391,16 @@ def _answer_text(result: Any) -> str:
 
 # ── Command line ─────────────────────────────────────────────────────────────────
 
-SCENES = ("announcement", "cue-before", "cue-after", "live-run", "status", "staff-log", "refused-control")
+SCENES = (
+    "announcement",
+    "cue-before",
+    "cue-after",
+    "live-run",
+    "status",
+    "staff-log",
+    "refused-control",
+    "publish-preview",
+)
 
 
 async def main_async(out: Path, only: set[str] | None) -> list[Shot]:
