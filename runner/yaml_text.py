@@ -71,11 +71,32 @@ def _explain(node: Any, exc: Exception) -> str:
     if "offset must be a timedelta" in text:
         return "a time zone offset must be less than 24 hours (e.g. +01:00)"
     tag = str(getattr(node, "tag", "")).rsplit(":", 1)[-1] or "YAML"
-    # Only a ValueError's text speaks to the person who wrote the file; the others are internals.
-    why = f" ({text})" if isinstance(exc, ValueError) and text else ""
     if tag == "timestamp":
+        # datetime's own reasons ("month must be in 1..12") speak to the person who wrote it.
+        why = f" ({text})" if isinstance(exc, ValueError) and text else ""
         return f"not a valid date or time{why}"
-    return f"cannot read this value as {tag}{why}"
+    # int()'s and float()'s ("invalid literal for int() with base 10") are Python's internals.
+    value = getattr(node, "value", None)
+    shown = f"{value[:40]!r} " if isinstance(value, str) else ""
+    return f"cannot read this value {shown}as {_TAG_WORDS.get(tag, tag)} (!!{tag})"
+
+
+_TAG_WORDS = {"int": "a whole number", "float": "a number", "bool": "true or false"}
+# PyYAML's words for what authors most often get wrong, in theirs.
+_PLAIN_SYNTAX = {
+    "found character '\\t' that cannot start any token": "a tab: YAML indents with spaces only",
+}
+
+
+def _plain_problem(problem: str) -> str:
+    if problem.startswith("could not determine a constructor for the tag "):
+        tag = problem.rsplit("'", 2)[-2] if problem.count("'") >= 2 else ""
+        tag = tag.replace("tag:yaml.org,2002:", "!!")
+        return (
+            f"the tag {tag} is not allowed here: write plain values (text, numbers, true/false, "
+            "lists and mappings)"
+        )
+    return _PLAIN_SYNTAX.get(problem, problem)
 
 
 def _located(message: str, mark: Any) -> YamlError:
@@ -116,7 +137,7 @@ def parse(text: str) -> Any:
         loader = _Loader(text)
         return loader.get_single_data()
     except yaml.MarkedYAMLError as exc:
-        problem = exc.problem or "this is not valid YAML"
+        problem = _plain_problem(exc.problem or "this is not valid YAML")
         if isinstance(exc, ComposerError) and exc.context:
             raise _located(f"{exc.context}, {problem}", exc.problem_mark) from None
         if isinstance(exc, ConstructorError | ComposerError) and exc.context is None:

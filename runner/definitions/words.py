@@ -353,4 +353,5 @@ def schedule_form_problem(value: Any) -> str:
         hints = "".join(did_you_mean(k, ("cron", "once")) for k in keys[:3])
         written = ", ".join(repr(k) for k in keys[:5])
         return f"a schedule mapping needs cron or once (this one has {written}{hints}). {SCHEDULE_FORMS}"
-    return f"{_subject(value)} is not a schedule. {SCHEDULE_FORMS}"
+    hint = did_you_mean(value, ("manual",)) if isinstance(value, str) else ""
+    return f"{_subject(value)} is not a schedule{hint or '.'} {SCHEDULE_FORMS}"

@@ -341,6 +341,7 @@ def test_one_helper_decides_what_is_near() -> None:
     ("schedule", "said"),
     [
         ("weekly", "'weekly' is not a schedule."),
+        ("Manual", "'Manual' is not a schedule; did you mean 'manual'?"),
         ("{every: friday}", "a schedule mapping needs cron or once (this one has 'every')."),
         (
             "{crn: '0 20 * * FRI', timezone: Europe/Berlin}",
