@@ -32,6 +32,7 @@ from bot.channel_budget import ChannelBudget
 from bot.clock import DiscordClock
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import DATABASE_ERRORS, StartupError
+from bot.live_runs import LiveRuns
 from bot.publish_drafts import Drafts
 from bot.scheduled_events import Mirror
 from bot.staff_log import StaffLog
@@ -90,6 +91,8 @@ class EventBot(commands.Bot):
         self.staff_log: StaffLog | None = None
         # What /event publish previewed and waits for Publish or Cancel: this process's alone.
         self.publish_drafts = Drafts()
+        # The live run messages: their own loop, so a slow or refused edit never holds up a run.
+        self.live_runs = LiveRuns(self, interval=config.tick_interval_seconds)
         events = config.discord_events
         # The Events-tab mirror: its own loop, so a refused or slow request never holds up a run.
         self.mirror = Mirror(
@@ -143,6 +146,7 @@ class EventBot(commands.Bot):
             interval=self.config.tick_interval_seconds,
         )
         await self.staff_log.prime()
+        await self.live_runs.prime()
         # A run started here is driven outside the ticks; its lines are posted when it lets go.
         self.services.runner.after_drive = self._after_tick
         self.ticker = Ticker(
@@ -154,12 +158,14 @@ class EventBot(commands.Bot):
         self.ticker.start()
         self.staff_log.start()
         self.mirror.start()
+        self.live_runs.start()
 
     def _after_tick(self) -> None:
-        # The staff log and the mirror follow the run log; a tick is when it has grown.
+        # The staff log, the mirror and the live messages follow the run log; a tick is when it has grown.
         if self.staff_log is not None:
             self.staff_log.nudge()
         self.mirror.nudge()
+        self.live_runs.nudge()
 
     def nudge(self) -> None:
         """Something changed (a control, a click): tick now rather than at the next interval."""
@@ -167,7 +173,7 @@ class EventBot(commands.Bot):
             self.ticker.nudge()
 
     async def close(self) -> None:
-        for loop in (self.ticker, self.staff_log, self.mirror):
+        for loop in (self.ticker, self.staff_log, self.mirror, self.live_runs):
             if loop is not None:
                 loop.cancel()
         # Runs started here and still being driven finish their step (or give the run back).

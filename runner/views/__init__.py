@@ -18,7 +18,17 @@ from runner.views.definitions import (
     list_definitions,
     upcoming,
 )
-from runner.views.live import live_message_of
+from runner.views.live import (
+    HumanAction,
+    LiveMessages,
+    LiveRow,
+    LiveView,
+    PostedLink,
+    Waiting,
+    WaitKind,
+    live_message_of,
+    live_view,
+)
 from runner.views.log import latest_log_id, log_after, log_for_run
 from runner.views.runs import (
     PhaseView,
@@ -35,18 +45,26 @@ from runner.views.step_context import StepContext, step_describer
 
 __all__ = [
     "DefinitionSummary",
+    "HumanAction",
+    "LiveMessages",
+    "LiveRow",
+    "LiveView",
     "PhaseView",
+    "PostedLink",
     "ReminderView",
     "RunSummary",
     "RunView",
     "StepContext",
     "StepView",
     "UpcomingEvent",
+    "WaitKind",
+    "Waiting",
     "current_definition",
     "latest_log_id",
     "list_definitions",
     "list_runs",
     "live_message_of",
+    "live_view",
     "log_after",
     "log_for_run",
     "reminders_of_run",

@@ -54,6 +54,7 @@ from actions import validation_registry
 from bot.app import EventBot, create_bot, sync_tree
 from bot.cogs.events import StartAnyway
 from bot.cues import cue_view
+from bot.live_runs import EDIT_GAP
 from bot.starting import ALL_SCOPES
 from runner import catalog, definitions
 from runner.schema import metadata
@@ -346,6 +347,8 @@ async def stage(world: World, control: str, actor: str) -> Stage:
         if control == "resume":
             with env.time_context():
                 assert (await bot.services.controls.pause(RUN, actor="setup")).ok
+            # The run's live message shows the pause once its edit gap has passed.
+            await env.advance_time(EDIT_GAP)
     staged = Stage()
     if control.startswith("cue "):
         staged.message = world.channels["gm_cues"].last_message

@@ -1,0 +1,316 @@
+"""The live run messages: one message per run in the staff log channel, posted when the run
+starts and edited as it moves until it ends (a last edit showing how it ended, then left alone).
+
+It follows the run log by cursor, as the staff log and the Events-tab mirror do, in a loop of its
+own (``WakeableLoop``, nudged after every tick), so it never holds up a run; a Discord or
+database error is logged once per run and kind and retried after a back-off, never raised into
+the loop. What a message shows is ``runner.views.LiveView``, rendered by ``bot.live_render``.
+
+Staying inside Discord's limits:
+
+* **Coalesced.** A message is sent or edited at most once every ``EDIT_GAP`` seconds; changes in
+  between give one edit, of the state at the moment it is sent. A render equal to the last one
+  Discord accepted (its digest is stored) is never sent.
+* **One budget per channel.** Every send and edit takes a slot from ``bot.channel_budget``, which
+  the staff log and the announcements share: the channel never gets more than 5 per 5 s. The
+  loop only starts an update while the channel has a slot free, and the runs updated least
+  recently go first, so a busy run cannot starve a quiet one.
+
+Choices where the issue is silent:
+
+* **Which runs.** Every run that leaves ``scheduled`` (started by hand or by the schedule,
+  rehearsals too), and a scheduled run the moment it is blocked by another run's concurrency key
+  (staff want to see why it has not started). A run that ended without starting (missed, or
+  cancelled while scheduled) gets none. Switched off by ``live_run_messages: false``.
+* **How many.** At most ``MAX_OPEN`` (50) messages not yet showing an end at once: posting 500
+  (a 500-scope start) would take the channel's whole budget for over eight minutes and bury
+  every other line. A run over the cap gets its message when it next moves with a slot free;
+  the staff log and ``/event status`` cover the rest.
+* **Deleted.** A message someone deleted is posted again, at once (Discord's message-delete
+  event) or at the next edit (its NotFound), and the new id stored; a message that already
+  shows its run's end stays deleted.
+* **Restarts.** The message id is in the database, so the next process edits the same message.
+  A post is claimed in its row before it is sent; a process that died between the post and
+  storing its id leaves the claim to expire, and the next post carries the same nonce, so
+  Discord (within its dedupe window) answers with the message already posted: it is adopted.
+* **Who posts.** Only the process that can see the staff channel (the one holding its guild).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import logging
+from typing import TYPE_CHECKING
+
+import discord
+
+from bot.errors import DATABASE_ERRORS
+from bot.live_render import digest, live_embed
+from bot.ticker import WakeableLoop
+from runner.states import RUN_TERMINAL, RunStatus
+from runner.views import LiveMessages, LiveRow, LiveView, WaitKind, live_view
+
+if TYPE_CHECKING:
+    from bot.app import EventBot
+
+log = logging.getLogger(__name__)
+
+# Seconds between two sends or edits of one message.
+EDIT_GAP = 5.0
+# Live messages that have not shown their run's end yet, at most.
+MAX_OPEN = 50
+# How long a claimed post may take before another process may post instead.
+CLAIM_SECONDS = 60.0
+# After a Discord or database error, a run's message is looked at again this much later.
+RETRY_SECONDS = 30.0
+# How soon to look again when the channel's budget is spent.
+BUDGET_POLL = 1.0
+NO_MENTIONS = discord.AllowedMentions.none()
+
+
+def nonce_for(run_id: int, posts: int) -> str:
+    """One nonce per message a run has had: a repeated post reuses it, a replacement does not."""
+    return f"live{run_id}.{posts}"[:25]
+
+
+class LiveRuns:
+    def __init__(self, bot: EventBot, *, interval: float) -> None:
+        self.bot = bot
+        self.store = LiveMessages(bot.engine, bot.services.runner.owner)
+        self.cursor: int | None = None
+        # Runs to look at, each with the loop time from which to look (0: now).
+        self.dirty: dict[int, float] = {}
+        # Loop time of each run's last send or edit (what EDIT_GAP is measured from).
+        self.sent_at: dict[int, float] = {}
+        self.sends = 0
+        self._reported: set[tuple[int | None, str]] = set()
+        # Each posted message's run, and the messages Discord said were deleted (by run).
+        self._runs_of: dict[int, int] = {}
+        self._deleted: dict[int, int] = {}
+        bot.add_listener(self.on_raw_message_delete, "on_raw_message_delete")
+        self.loop = WakeableLoop(
+            self.pass_once, interval=interval, name="eventbot-live-runs", before=self._ready
+        )
+
+    @property
+    def channel_id(self) -> int | None:
+        config = self.bot.config
+        if not config.live_run_messages or not config.staff_log_channel:
+            return None
+        return config.channel_id(config.staff_log_channel)
+
+    def start(self) -> None:
+        if self.channel_id is not None:
+            self.loop.start()
+
+    def cancel(self) -> None:
+        self.loop.cancel()
+
+    def nudge(self) -> None:
+        if self.channel_id is not None:
+            self.loop.nudge()
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        """Someone deleted a live message: post it again now rather than at the run's next move."""
+        run_id = self._runs_of.pop(payload.message_id, None)
+        if run_id is None or payload.channel_id != self.channel_id:
+            return
+        self._deleted[run_id] = payload.message_id
+        self.dirty[run_id] = 0.0
+        self.nudge()
+
+    async def _ready(self) -> None:
+        await self.bot.wait_until_ready()
+
+    def _now(self) -> float:
+        # The event loop's clock, as the channel budget's: simulated time drives both.
+        return asyncio.get_running_loop().time()
+
+    async def prime(self) -> None:
+        """Called before the ticker starts, so no line written after it is missed; a database
+        that cannot be reached leaves it to the first pass."""
+        if self.channel_id is None:
+            return
+        try:
+            await self._prime()
+        except DATABASE_ERRORS as exc:
+            self._report_once(None, "database", f"live run messages: database unreachable at start: {exc}")
+
+    async def _prime(self) -> None:
+        """Start from now, with every open message and every run in flight that has none."""
+        cursor = await self.store.latest_log_id()
+        for run_id in await self.store.to_reconcile(MAX_OPEN * 4):
+            self.dirty.setdefault(run_id, 0.0)
+        self.cursor = cursor
+
+    async def pass_once(self) -> float:
+        """One pass (never raises): read which runs moved, and update the messages that may be."""
+        interval = self.loop.interval
+        channel_id = self.channel_id
+        channel = self.bot.get_channel(channel_id) if channel_id is not None else None
+        try:
+            if self.cursor is None:
+                await self._prime()
+            assert self.cursor is not None
+            changes = await self.store.changes_after(self.cursor)
+        except DATABASE_ERRORS as exc:
+            self._report_once(None, "database", f"live run messages: database unreachable: {exc}")
+            return interval
+        self.cursor = changes.cursor
+        if channel is None:
+            # Not this process's guild (or the channel is gone): the process that sees it posts.
+            self.dirty.clear()
+            return interval
+        now = self._now()
+        for run_id in changes.run_ids:
+            self.dirty[run_id] = min(self.dirty.get(run_id, 0.0), now)
+        delay = 0.0 if changes.more else interval
+        # Least recently updated first, so every message gets its turn at the budget.
+        for run_id in sorted(self.dirty, key=lambda r: (self.sent_at.get(r, float("-inf")), r)):
+            now = self._now()
+            ready_at = max(self.dirty[run_id], self.sent_at.get(run_id, float("-inf")) + EDIT_GAP)
+            if ready_at > now:
+                delay = min(delay, ready_at - now)
+                continue
+            if self.bot.channel_budget.free(channel.id) <= 0:
+                # The channel's budget is spent (by us or the staff log): try again shortly.
+                delay = min(delay, BUDGET_POLL)
+                break
+            await self._update_guarded(channel, run_id)
+        for run_id, ready_at in self.dirty.items():
+            wait = max(ready_at, self.sent_at.get(run_id, float("-inf")) + EDIT_GAP) - self._now()
+            # Ready now but not done: the budget ran out. Waking at once would only spin.
+            delay = min(delay, wait if wait > 0 else BUDGET_POLL)
+        return delay
+
+    async def _update_guarded(self, channel: discord.abc.Messageable, run_id: int) -> None:
+        try:
+            done = await self.update(channel, run_id)
+        except DATABASE_ERRORS as exc:
+            self._report_once(
+                run_id, "database", f"live message of run {run_id}: database unreachable: {exc}"
+            )
+            done = False
+        except discord.HTTPException as exc:
+            self._report_once(
+                run_id,
+                f"http{exc.status}",
+                f"live message of run {run_id}: Discord refused it: {exc.status} {exc.text}",
+            )
+            done = False
+        except Exception:
+            if (run_id, "error") not in self._reported:
+                self._reported.add((run_id, "error"))
+                log.exception("live message of run %s: cannot update it", run_id, extra={"run_id": run_id})
+            done = False
+        if done:
+            self.dirty.pop(run_id, None)
+        else:
+            self.dirty[run_id] = self._now() + RETRY_SECONDS
+
+    async def update(self, channel: discord.abc.Messageable, run_id: int) -> bool:
+        """Bring the run's message up to date: post it, edit it, or leave it. True when there is
+        nothing left to do for it until the run moves again."""
+        clock = self.bot.clock.now()
+        view = await live_view(self.bot.engine, run_id, self.bot.services.versions, clock)
+        row = await self.store.get(run_id)
+        if view is None or (row is not None and row.closed):
+            return True
+        if row is None and not await self._worth_posting(view):
+            return True
+        if row is not None and row.message_id is not None:
+            if self._deleted.pop(run_id, None) == row.message_id:
+                await self.store.forget(run_id, row.message_id, clock)
+                row = dataclasses.replace(row, message_id=None)
+            else:
+                self._runs_of[row.message_id] = run_id
+        embed = live_embed(view, self.bot.config.guild_id)
+        rendered = digest(embed)
+        if row is not None and row.message_id is not None:
+            if row.digest == rendered:
+                if view.ended:
+                    await self.store.close(run_id, clock)
+                return True
+            if await self._edit(channel, row, embed, rendered, view):
+                return True
+        return await self._post(channel, run_id, embed, rendered, view)
+
+    async def _worth_posting(self, view: LiveView) -> bool:
+        run = view.run
+        if run.status == RunStatus.SCHEDULED:
+            if view.waiting is None or view.waiting.kind is not WaitKind.BLOCKED:
+                return False
+        elif run.status in RUN_TERMINAL and run.started_at is None:
+            return False  # missed, or cancelled before it started
+        if await self.store.count_open() >= MAX_OPEN:
+            self._report_once(
+                None, "cap", f"live run messages: {MAX_OPEN} are open; later runs get theirs as slots free"
+            )
+            return False
+        return True
+
+    async def _edit(
+        self,
+        channel: discord.abc.Messageable,
+        row: LiveRow,
+        embed: discord.Embed,
+        rendered: str,
+        view: LiveView,
+    ) -> bool:
+        """Edit the posted message; False when it is gone (someone deleted it)."""
+        assert row.message_id is not None
+        message = channel.get_partial_message(row.message_id)  # type: ignore[attr-defined]
+        await self.bot.channel_budget.take(row.channel_id)
+        self._spent(row.run_id)
+        try:
+            await message.edit(embed=embed)
+        except discord.NotFound:
+            log.info("live message of run %s was deleted; posting a new one", row.run_id)
+            await self.store.forget(row.run_id, row.message_id, self.bot.clock.now())
+            return False
+        await self.store.edited(row.run_id, row.message_id, rendered, view.ended, self.bot.clock.now())
+        return True
+
+    async def _post(
+        self,
+        channel: discord.abc.Messageable,
+        run_id: int,
+        embed: discord.Embed,
+        rendered: str,
+        view: LiveView,
+    ) -> bool:
+        clock = self.bot.clock.now()
+        row = await self.store.claim(run_id, channel.id, clock, clock + dt.timedelta(seconds=CLAIM_SECONDS))  # type: ignore[attr-defined]
+        if row is None:
+            return True  # another process posts it (or has): it edits it too
+        await self.bot.channel_budget.take(row.channel_id)
+        self._spent(run_id)
+        try:
+            message = await channel.send(
+                embed=embed, nonce=nonce_for(run_id, row.posts), allowed_mentions=NO_MENTIONS
+            )
+        except discord.HTTPException:
+            retry_at = self.bot.clock.now() + dt.timedelta(seconds=RETRY_SECONDS)
+            await self.store.release(run_id, retry_at, self.bot.clock.now())
+            raise
+        self._runs_of[message.id] = run_id
+        if not await self.store.posted(run_id, message.id, rendered, view.ended, self.bot.clock.now()):
+            log.warning(
+                "live message of run %s: its claim ran out while posting", run_id, extra={"run_id": run_id}
+            )
+        # The staff log holds a just-started run's lines until they can link this message.
+        if self.bot.staff_log is not None:
+            self.bot.staff_log.nudge()
+        return True
+
+    def _spent(self, run_id: int) -> None:
+        self.sends += 1
+        self.sent_at[run_id] = self._now()
+
+    def _report_once(self, run_id: int | None, key: str, message: str) -> None:
+        if (run_id, key) in self._reported:
+            return
+        self._reported.add((run_id, key))
+        log.warning("%s", message[:1900], extra={"run_id": run_id})
