@@ -38,13 +38,22 @@ class Problem:
         if self.phase is not None:
             parts.append(f"phase {self.phase!r}")
         if self.step is not None:
-            parts.append(f"step {self.step}")
+            # Its place in the file, as an ordinal: before publishing a step has no id, and
+            # "step 0" would read as the step numbered 0 wherever steps are named by id.
+            parts.append(f"{ordinal(self.step + 1)} step")
         if self.field:
             parts.append(f"field {self.field!r}")
         return ", ".join(parts) or "definition"
 
     def __str__(self) -> str:
         return f"{self.where()}: {self.message}"
+
+
+def ordinal(number: int) -> str:
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st."""
+    if 10 <= number % 100 <= 20:
+        return f"{number}th"
+    return f"{number}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(number % 10, 'th')}"
 
 
 class DefinitionError(UserFacingError):

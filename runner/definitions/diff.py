@@ -27,6 +27,7 @@ from runner.definitions.model import (
     StepDefinition,
     shown_duration,
 )
+from runner.errors import ordinal
 
 # The event's fields whose lines are made below rather than field by field.
 _OWN_LINES = ("phases", "reminders", "scopes", "description")
@@ -143,7 +144,7 @@ def _step_name(key: StepKey) -> str:
 
 
 def _ordinal(index: int) -> str:
-    return _ORDINALS[index] if index < len(_ORDINALS) else f"{index + 1}th"
+    return _ORDINALS[index] if index < len(_ORDINALS) else ordinal(index + 1)
 
 
 def _step_changes(old: Sequence[StepDefinition], new: Sequence[StepDefinition]) -> list[str]:

@@ -194,7 +194,7 @@ def test_content_over_2000_characters_is_refused_naming_the_step() -> None:
     (problem,) = refused(with_announcement({"content": "x" * 2001}))
     assert (problem.phase, problem.step, problem.field) == ("finale", 1, "params.content")
     assert "2000" in problem.message
-    assert str(problem).startswith("phase 'finale', step 1, field 'params.content'")
+    assert str(problem).startswith("phase 'finale', 2nd step, field 'params.content'")
     definitions.validate(with_announcement({"content": "x" * 2000}), validation_registry())
 
 

@@ -124,7 +124,7 @@ async def test_preflight_problems_are_shown_and_start_only_on_confirm(sim: Sim) 
     assert result.ephemeral
     embed = result.response.embeds[0]
     assert embed.title == "Preflight found 1 problem(s) in Harbour Raid"
-    assert f"phase 'muster', step 0: the bot is missing Send Messages in #locked ({locked.id})\n" in (
+    assert f"phase 'muster', 1st step: the bot is missing Send Messages in #locked ({locked.id})\n" in (
         embed.description or ""
     )
     assert [c["label"] for row in result.response.components for c in row["components"]] == ["Start anyway"]

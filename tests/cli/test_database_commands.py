@@ -141,7 +141,7 @@ def test_an_invalid_file_means_nothing_is_published(cli: Cli, database: str, tmp
     )
     result = cli("publish", INVASION, bad, "--database", database)
     assert result.code == 1
-    assert "phase 'p', step 0, field 'action': unknown action 'x.y'" in result.out
+    assert "phase 'p', 1st step, field 'action': unknown action 'x.y'" in result.out
     assert "nothing was published" in result.out
     assert stored_versions(database) == []
 

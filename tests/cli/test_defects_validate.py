@@ -100,14 +100,14 @@ def test_defect_13_validate_checks_every_alias_against_the_config_all_problems_a
     assert result.code == 1
     assert "3 problems" in result.out, result.out
     assert (
-        "phase 'main', step 0: channel 'town-square' is not one of the channel aliases in config"
+        "phase 'main', 1st step: channel 'town-square' is not one of the channel aliases in config"
         in result.out
     )
     assert (
-        "phase 'main', step 1: no GM channel: the step names none and gm_channel is not configured"
+        "phase 'main', 2nd step: no GM channel: the step names none and gm_channel is not configured"
         in result.out
     )
-    assert "phase 'main', step 2: ping role 'raidres' is not one of the role aliases in config" in result.out
+    assert "phase 'main', 3rd step: ping role 'raidres' is not one of the role aliases in config" in result.out
 
 
 def test_defect_13_the_config_is_found_as_every_other_command_finds_it(cli: Cli, tmp_path: Path) -> None:

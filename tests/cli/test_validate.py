@@ -33,13 +33,13 @@ BROKEN: list[tuple[str, Any, list[str]]] = [
     (
         "unknown action",
         with_step({"action": "discord.shout", "params": {"text": "hi"}}),
-        ["phase 'opening', step 1, field 'action': unknown action 'discord.shout'", "known: core.wait"],
+        ["phase 'opening', 2nd step, field 'action': unknown action 'discord.shout'", "known: core.wait"],
     ),
     (
         "bad params",
         with_step({"action": "discord.announce", "params": {"channel": "Town Square!", "content": "hi"}}),
         [
-            "phase 'opening', step 1, field 'params.channel': 'Town Square!' is not a channel: name a "
+            "phase 'opening', 2nd step, field 'params.channel': 'Town Square!' is not a channel: name a "
             "channel alias from the config (lower case letters, digits, - and _"
         ],
     ),
@@ -47,13 +47,13 @@ BROKEN: list[tuple[str, Any, list[str]]] = [
         "a param the action does not take",
         with_step({"action": "core.wait", "params": {"duration": "5m", "until": "dawn"}}),
         [
-            "phase 'opening', step 1, field 'params.until': unknown field 'until' (the fields here are duration)"
+            "phase 'opening', 2nd step, field 'params.until': unknown field 'until' (the fields here are duration)"
         ],
     ),
     (
         "a wait that is not a duration",
         with_step({"action": "core.wait", "params": {"duration": "soon"}}),
-        ["phase 'opening', step 1, field 'params.duration': 'soon' is not a duration"],
+        ["phase 'opening', 2nd step, field 'params.duration': 'soon' is not a duration"],
     ),
     (
         "duplicate phase keys",
@@ -129,8 +129,8 @@ def test_every_problem_in_a_file_is_listed_at_once(cli: Cli, tmp_path: Path) -> 
         "field 'grace_seconds'",
         "field 'schedule.cron'",
         "field 'schedule.timezone'",
-        "phase 'closing', step 0, field 'params.instructions': missing: this field is required",
-        "phase 'closing', step 1, field 'action': unknown action 'discord.shout'",
+        "phase 'closing', 1st step, field 'params.instructions': missing: this field is required",
+        "phase 'closing', 2nd step, field 'action': unknown action 'discord.shout'",
     ):
         assert fragment in result.out
 

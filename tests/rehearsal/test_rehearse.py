@@ -277,7 +277,7 @@ def test_an_invalid_definition_is_not_rehearsed(cli: Cli, tmp_path: Path) -> Non
     result = cli("rehearse", event)
     assert result.code == 1
     assert "is not a valid event definition" in result.out
-    assert "phase 'main', step 0, field 'action': unknown action 'discord.shout'" in result.out
+    assert "phase 'main', 1st step, field 'action': unknown action 'discord.shout'" in result.out
     assert "created" not in result.out
 
 

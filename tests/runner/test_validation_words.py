@@ -146,7 +146,7 @@ def test_a_channel_says_it_is_an_alias_or_an_id(capsys: pytest.CaptureFixture[st
         one_step("- action: discord.announce\n  params: {channel: Town Square, content: hi}"),
     )
     assert lines == [
-        f"phase 'main', step 0, field 'params.channel': 'Town Square' is not a channel: {CHANNEL_RULE}"
+        f"phase 'main', 1st step, field 'params.channel': 'Town Square' is not a channel: {CHANNEL_RULE}"
     ]
 
 
@@ -157,7 +157,7 @@ def test_a_cue_channel_is_worded_as_an_announcement_channel_is(
         capsys, tmp_path, one_step("- action: gm.cue\n  params: {instructions: go, channel: '#GM Cues'}")
     )
     assert lines == [
-        f"phase 'main', step 0, field 'params.channel': '#GM Cues' is not a channel: {CHANNEL_RULE}"
+        f"phase 'main', 1st step, field 'params.channel': '#GM Cues' is not a channel: {CHANNEL_RULE}"
     ]
 
 
@@ -170,10 +170,10 @@ def test_a_colour_says_how_to_write_one(capsys: pytest.CaptureFixture[str], tmp_
     """
     lines = validate_text(capsys, tmp_path, one_step(step))
     assert lines == [
-        "phase 'main', step 0, field 'params.embed.colour': colour 'purple' is not a colour: write it "
+        "phase 'main', 1st step, field 'params.embed.colour': colour 'purple' is not a colour: write it "
         'as "#RRGGBB", six hexadecimal digits (0-9 and A-F, e.g. "#6A3FB5"), or as a number from 0 '
         "to 16777215",
-        "phase 'main', step 0, field 'params.embed.image': 'http://example.org/a.png' is not an image "
+        "phase 'main', 1st step, field 'params.embed.image': 'http://example.org/a.png' is not an image "
         "address: write its https:// link, with no spaces",
     ]
 
@@ -227,7 +227,7 @@ def test_color_is_an_unknown_field_that_suggests_colour(
     """
     lines = validate_text(capsys, tmp_path, one_step(step))
     assert lines == [
-        "phase 'main', step 0, field 'params.embed.color': unknown field 'color'; did you mean 'colour'?"
+        "phase 'main', 1st step, field 'params.embed.color': unknown field 'color'; did you mean 'colour'?"
     ]
 
 
@@ -238,7 +238,7 @@ def test_an_unknown_field_with_no_near_name_lists_the_fields_there(
         capsys, tmp_path, one_step("- action: core.wait\n  params: {duration: 1m, until: dawn}")
     )
     assert lines == [
-        "phase 'main', step 0, field 'params.until': unknown field 'until' (the fields here are duration)"
+        "phase 'main', 1st step, field 'params.until': unknown field 'until' (the fields here are duration)"
     ]
 
 
@@ -248,7 +248,7 @@ def test_an_unknown_step_field_suggests_the_right_one(
     lines = validate_text(
         capsys, tmp_path, one_step("- action: core.wait\n  lable: Breathe\n  params: {duration: 1m}")
     )
-    assert lines == ["phase 'main', step 0, field 'lable': unknown field 'lable'; did you mean 'label'?"]
+    assert lines == ["phase 'main', 1st step, field 'lable': unknown field 'lable'; did you mean 'label'?"]
 
 
 def test_an_unknown_action_suggests_the_near_one(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -258,7 +258,7 @@ def test_an_unknown_action_suggests_the_near_one(capsys: pytest.CaptureFixture[s
         one_step("- action: discord.anounce\n  params: {channel: announcements, content: hi}"),
     )
     assert lines == [
-        "phase 'main', step 0, field 'action': unknown action 'discord.anounce'; did you mean "
+        "phase 'main', 1st step, field 'action': unknown action 'discord.anounce'; did you mean "
         "'discord.announce'? (known: core.wait (Wait), discord.announce (Announce in a channel), "
         "gm.cue (Cue a game master))"
     ]
@@ -274,7 +274,7 @@ def test_an_unknown_channel_alias_suggests_the_configured_one(
         config=True,
     )
     assert lines == [
-        "phase 'main', step 0: channel 'anouncements' is not one of the channel aliases in config "
+        "phase 'main', 1st step: channel 'anouncements' is not one of the channel aliases in config "
         "(channels: announcements, gm-cues); did you mean 'announcements'?"
     ]
 
@@ -289,7 +289,7 @@ def test_an_unknown_role_alias_suggests_the_configured_one(
         config=True,
     )
     assert lines == [
-        "phase 'main', step 0: ping role 'game-master' is not one of the role aliases in config "
+        "phase 'main', 1st step: ping role 'game-master' is not one of the role aliases in config "
         "(roles: game-masters, quiz-fans); did you mean 'game-masters'?"
     ]
 
@@ -304,7 +304,7 @@ def test_an_alias_with_nothing_near_it_gets_no_suggestion(
         config=True,
     )
     assert lines == [
-        "phase 'main', step 0: channel 'lobby' is not one of the channel aliases in config "
+        "phase 'main', 1st step: channel 'lobby' is not one of the channel aliases in config "
         "(channels: announcements, gm-cues)"
     ]
 
@@ -318,7 +318,7 @@ def test_an_unknown_placeholder_suggests_the_known_one(
         one_step('- action: discord.announce\n  params: {channel: announcements, content: "Raid in {scop}"}'),
     )
     assert lines == [
-        "phase 'main', step 0, field 'params.content': unknown placeholder {scop} (did you mean "
+        "phase 'main', 1st step, field 'params.content': unknown placeholder {scop} (did you mean "
         "{scope}?). The placeholders are {scope}, {title}, {start}, {start_relative}; write {{ and }} "
         "for a literal { or }"
     ]
@@ -494,7 +494,7 @@ def test_grace_seconds_that_is_no_duration_is_refused_in_words(value: Any, said:
 
 def test_a_missing_required_field_says_missing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     lines = validate_text(capsys, tmp_path, one_step("- action: gm.cue\n  params: {title: Warlord}"))
-    assert lines == ["phase 'main', step 0, field 'params.instructions': missing: this field is required"]
+    assert lines == ["phase 'main', 1st step, field 'params.instructions': missing: this field is required"]
 
 
 @pytest.mark.parametrize(
@@ -521,7 +521,7 @@ def test_a_choice_lists_the_choices(capsys: pytest.CaptureFixture[str], tmp_path
     lines = validate_text(
         capsys, tmp_path, one_step("- action: core.wait\n  on_failure: retry\n  params: {duration: 1m}")
     )
-    assert lines == ["phase 'main', step 0, field 'on_failure': 'retry' is not one of skip, pause, abort_run"]
+    assert lines == ["phase 'main', 1st step, field 'on_failure': 'retry' is not one of skip, pause, abort_run"]
 
 
 def test_discord_event_that_is_neither_a_flag_nor_a_mapping_gets_one_message() -> None:
@@ -617,3 +617,16 @@ def test_no_pydantic_phrase_reaches_an_author(raw: dict[str, Any]) -> None:
     for problem in refused.value.problems:
         assert not speaks_pydantic(str(problem)), str(problem)
         assert not any(phrase in str(problem) for phrase in PYDANTIC_PHRASES), str(problem)
+
+
+def test_defect_a_problem_names_its_step_by_place_not_as_step_0() -> None:
+    """Before, a problem was located at "phase 'main', step 0": the 0-based place in the file,
+    read as the step numbered 0 by anyone who knows that steps are named by id everywhere else
+    ("step 5 (Open the gates)"). Now the place is an ordinal, counted from one."""
+    from runner.errors import Problem
+
+    assert str(Problem("bad", phase="main", step=0, field="action")) == (
+        "phase 'main', 1st step, field 'action': bad"
+    )
+    assert Problem("bad", phase="main", step=10).where() == "phase 'main', 11th step"
+    assert Problem("bad", phase="main", step=21).where() == "phase 'main', 22nd step"
