@@ -74,8 +74,9 @@ SCOPE = "aurora"
 BOT_NAME = "eventbot"
 # A picture wide enough for an embed beside its avatar, short enough to stay a few tens of KB.
 WIDTH, HEIGHT = 900, 520
-# /event status lists every phase and step: taller, so the whole embed is in the picture.
-STATUS_HEIGHT = 760
+# /event status lists every phase and step, and the staff log channel holds the live message
+# above its lines: taller, so the whole of it is in the picture.
+STATUS_HEIGHT = TALL = 760
 # The publish preview, without the status answers above it in the same channel.
 PUBLISH_HEIGHT = 340
 # The bot's loop sleeps this long between ticks; simcord's clock is virtual, so it costs nothing.
@@ -334,7 +335,14 @@ async def shoot(w: World, camera: Camera) -> None:
     )
 
     if live_messages_available():
-        await camera.take("live-run", "the live run message in the staff log channel", staff_log, w.staff)
+        await camera.take(
+            "live-run",
+            "the live run message in the staff log channel",
+            staff_log,
+            w.staff,
+            live_message(staff_log),
+            height=TALL,
+        )
     else:
         camera.skip("live-run", "the live run message", "bot/live_runs.py is not in this tree yet")
 
@@ -343,7 +351,9 @@ async def shoot(w: World, camera: Camera) -> None:
 
     await w.advance(5 * 60 + TICK)
     await w.advance(TICK)
-    await camera.take("staff-log", "the staff log once the run has completed", staff_log, w.staff)
+    await camera.take(
+        "staff-log", "the staff log once the run has completed", staff_log, w.staff, height=TALL
+    )
 
     # The event's author lengthens the waves and publishes the file from Discord: the preview.
     edited = yaml.safe_load(EVENT.read_text(encoding="utf-8"))
@@ -371,6 +381,12 @@ async def shoot(w: World, camera: Camera) -> None:
         preview,
         height=PUBLISH_HEIGHT,
     )
+
+
+def live_message(channel: simcord.ChannelHandle) -> Any:
+    """The run's live message: the bot's one message with an embed in the staff log channel."""
+    found = [m for m in channel.history() if m.embeds]
+    return found[-1] if found else None
 
 
 def _run_id(result: Any) -> int:
