@@ -2,15 +2,31 @@
 
 It reads the run log through its one reader (``runner.views.log_after``, typed
 ``runner.history.Entry`` lines) rather than listening to this process's own controls, so what it
-posts is what happened, whichever process (or the CLI) made it happen: started (by whom), blocked
-(by which run), missed, paused after a failure (step, error), resumed, cancelled (reason),
-completed, failed, degraded, stalled.
+posts is what happened, whichever process (or the CLI) made it happen: every control and who
+pressed it (start, pause, resume, cancel with its reason, retry, ``/event skip``), every cue a
+GM confirmed or skipped, every step that failed or is being retried and why, every run missed,
+degraded or stalled, and a reminder that did not go out. The words are ``bot.log_lines``'s.
 
-Where it starts, and who posts (the choices where the issue is silent):
+Each line carries a jump link to the message it concerns: a cue action its cue, a step's
+failure the message the step posted, if it posted one; any other line the run's live message
+(``runner.views.live_message_of``), or, while the run has none, the last message the run posted.
+A burst (more than ``bot.log_bursts.BURST`` lines of one kind for one event in one pass) is one
+summary line. Every message takes a slot of the channel's budget first (``bot.channel_budget``:
+the channel is shared with the live run messages).
 
-* **From now.** The cursor is the newest log id when the poster starts, held in memory only: a
-  restart never reposts history. The price is that lines written while no poster was running are
-  not posted (they remain in the run log, ``/event status`` and the CLI).
+Each line once, and where it starts (the choices where the issue is silent):
+
+* **From now, at every start.** The cursor is the newest log id when the poster starts, held in
+  memory only: a restart never reposts history. The price is that lines written while no poster
+  was running (the bot was down or restarting) are not posted; they remain in the run log,
+  ``/event status`` and the CLI.
+* **A pass that fails half-way posts the rest later, never again what went out.** The cursor
+  moves past a message's lines only once the message went out; the lines of a message Discord
+  answered but refused (4xx) are dropped with a warning, never retried; a message that failed
+  for want of Discord (5xx, rate limit, the network) is tried again on the next pass, at most
+  ``TRIES`` times, with the same nonce (Discord then answers an earlier post that did arrive
+  instead of posting it again). Lines already posted past the cursor are remembered (in memory)
+  so the next pass skips them.
 * **Only the process that holds the staff channel's guild.** With shards split across processes,
   Discord delivers each guild to exactly one of them, and only that process has the channel in its
   cache, so only it posts; the others skip. Two processes may briefly both post during a shard
@@ -20,23 +36,52 @@ Where it starts, and who posts (the choices where the issue is silent):
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
+import hashlib
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
+import aiohttp
 import discord
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.errors import DATABASE_ERRORS
-from bot.log_lines import LOGGED_EVENTS, batch_lines, log_line
+from bot.log_bursts import summarise
+from bot.log_lines import LOGGED_EVENTS, Line, Link, batch, fold, latest_post, word
 from bot.ticker import WakeableLoop
 from runner.catalog import VersionCache
 from runner.history import Entry
-from runner.views import RunView, latest_log_id, log_after, run_view
+from runner.views import RunView, latest_log_id, live_message_of, log_after, run_view
 from wiring.config import Config
 
 log = logging.getLogger(__name__)
 
 NO_MENTIONS = discord.AllowedMentions.none()
+# The run log is read in pages of this many lines, up to ``PASS_MAX`` a pass: a burst (500 runs
+# starting write several lines each) is read, and summed up, in one pass.
+PAGE = 500
+PASS_MAX = 5000
+# Passes a message that failed for want of Discord is tried in before its lines are dropped.
+TRIES = 3
+# How long a line waits for its run's live message to be posted, so it can link it, and how
+# often it looks again meanwhile (``bot.live_runs`` nudges the staff log when it posts one).
+LINK_WAIT = 15.0
+LINK_RETRY = 1.0
+# Failures that say nothing about the message itself: it may go through next time.
+TRANSIENT = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
+
+
+def transient(exc: BaseException) -> bool:
+    if isinstance(exc, discord.HTTPException):
+        return exc.status >= 500 or exc.status == 429
+    return isinstance(exc, TRANSIENT)
+
+
+def nonce_of(entry_ids: Sequence[int]) -> str:
+    """The same message (the same lines) gets the same nonce on every try (at most 25 chars)."""
+    digest = hashlib.blake2b(",".join(map(str, entry_ids)).encode(), digest_size=8).hexdigest()
+    return f"log{digest}"
 
 
 class StaffLog:
@@ -54,6 +99,10 @@ class StaffLog:
         self.engine = engine
         self.versions = versions
         self.cursor: int | None = None
+        # Lines past the cursor that went out already (a pass that stopped half-way), by entry id.
+        self._posted: set[int] = set()
+        # Passes the first unsent message has failed in, by its first entry id.
+        self._tries: dict[int, int] = {}
         # Runs whose failure to render was logged already (once each, not on every pass).
         self._failed_runs: set[int] = set()
         # Notices being posted (held so the tasks are not collected mid-flight).
@@ -95,9 +144,16 @@ class StaffLog:
 
     async def _post_notice(self, channel: object, text: str) -> None:
         try:
+            await self._budget(channel)
             await channel.send(text[:2000], allowed_mentions=NO_MENTIONS)  # type: ignore[attr-defined]
         except discord.HTTPException as exc:
             log.warning("staff log: could not post a notice in channel %s: %s", self.channel_id, exc)
+
+    async def _budget(self, channel: object) -> None:
+        # A bare discord.py client (dpytest's) has no budget; the EventBot always has one.
+        budget = getattr(self.bot, "channel_budget", None)
+        if budget is not None:
+            await budget.take(channel.id)  # type: ignore[attr-defined]
 
     @property
     def channel_id(self) -> int | None:
@@ -113,38 +169,92 @@ class StaffLog:
             if self.cursor is None:
                 self.cursor = await latest_log_id(self.engine)
                 return interval
-            entries = await log_after(self.engine, self.cursor)
+            entries, more, last_read = await self._read(self.cursor)
         except DATABASE_ERRORS as exc:
             log.debug("staff log: database unreachable: %s", exc)
             return interval
         if not entries:
+            self._advance(last_read)  # nothing, or only lines that went out already
             return interval
         channel = self.bot.get_channel(self.channel_id) if self.channel_id else None
         if channel is None:
             # Not this process's guild (or the channel is gone): another process posts, or no one.
-            self.cursor = entries[-1].id
+            self._advance(entries[-1].id)
             return interval
         try:
-            lines = await self._lines(entries)
+            ready, waiting = await self._lines(entries)
         except DATABASE_ERRORS as exc:
             log.debug("staff log: database unreachable: %s", exc)
             return interval
-        for text in batch_lines(lines):
-            try:
-                await channel.send(text, allowed_mentions=NO_MENTIONS)  # type: ignore[union-attr]
-            except discord.HTTPException as exc:
-                # The history is in the database; a post Discord refused is not worth a retry loop.
-                log.warning("staff log: could not post in channel %s: %s", self.channel_id, exc)
-                break
-        self.cursor = entries[-1].id
-        return 0.0 if len(entries) >= 100 else interval
+        guild_id = self.config.guild_id or getattr(getattr(channel, "guild", None), "id", 0)
+        dealt = await self._post(channel, ready, guild_id)
+        unsent = [i for line in [*ready[dealt:], *waiting] for i in line.entry_ids]
+        if unsent:
+            self._hold_at(min(unsent))
+            # A line waiting for its link: the live messages' loop nudges this one when it posts
+            # one; the short delay bounds the wait if it does not.
+            return min(interval, LINK_RETRY) if waiting else interval
+        self._advance(entries[-1].id)
+        return 0.0 if more else interval
 
-    async def _lines(self, entries: Sequence[Entry]) -> list[str]:
-        """One line per entry staff should see. One run that cannot be read or rendered costs
-        only its own detail (its lines name it by id), logged once, never the other runs' lines:
-        the cursor must move past it, or nothing would ever be posted again."""
+    async def _read(self, cursor: int) -> tuple[list[Entry], bool, int]:
+        """What the run log has past the cursor, but the lines posted already, up to ``PASS_MAX``;
+        whether there is more, and the id of the last line read."""
+        entries: list[Entry] = []
+        last = cursor
+        while len(entries) < PASS_MAX:
+            page = await log_after(self.engine, last, limit=PAGE)
+            entries.extend(e for e in page if e.id not in self._posted)
+            last = page[-1].id if page else last
+            if len(page) < PAGE:
+                return entries, False, last
+        return entries, True, last
+
+    def _advance(self, upto: int) -> None:
+        self.cursor = upto
+        self._posted = {i for i in self._posted if i > upto}
+
+    async def _post(self, channel: object, lines: Sequence[Line], guild_id: object) -> int:
+        """Post the lines, a message at a time; answers how many were dealt with (posted, or
+        refused for good): the lines from there on are tried again next pass."""
+        texts = [
+            f"{line.text} · {line.link.jump(guild_id)}" if line.link else line.text  # type: ignore[arg-type]
+            for line in lines
+        ]
+        for text, span in batch(texts):
+            ids = sorted({i for index in span for i in lines[index].entry_ids})
+            try:
+                await self._budget(channel)
+                await channel.send(text, allowed_mentions=NO_MENTIONS, nonce=nonce_of(ids))  # type: ignore[attr-defined]
+            except (discord.HTTPException, *TRANSIENT) as exc:
+                tries = self._tries.get(ids[0], 0) + 1
+                if transient(exc) and tries < TRIES:
+                    self._tries = {ids[0]: tries}
+                    log.warning(
+                        "staff log: could not post in channel %s (will try again): %s", self.channel_id, exc
+                    )
+                    return span.start
+                # Refused for good: these lines are not posted (never twice); the history keeps them.
+                log.warning("staff log: could not post in channel %s: %s", self.channel_id, exc)
+                if isinstance(exc, (discord.Forbidden, discord.NotFound)):
+                    return len(lines)  # the channel itself refuses: the rest would fare no better
+            self._posted.update(ids)
+        self._tries = {}
+        return len(lines)
+
+    def _hold_at(self, first_unsent: int) -> None:
+        """Stop the cursor just before ``first_unsent``; what went out past it is remembered."""
+        assert self.cursor is not None
+        self._advance(max(self.cursor, first_unsent - 1))
+
+    async def _lines(self, entries: Sequence[Entry]) -> tuple[list[Line], list[Line]]:
+        """The lines staff should see, folded, bursts summed up, each with its link: those to post
+        now, and those that wait for their run's live message (and every line after them, so the
+        order holds). One run that cannot be read or rendered costs only its own detail (its lines
+        name it by id), logged once, never the other runs' lines: the cursor must move past it, or
+        nothing would ever be posted again."""
         runs: dict[int, RunView | None] = {}
-        lines = []
+        worded = []
         for entry in entries:
             if not isinstance(entry.event, LOGGED_EVENTS):
                 continue  # not worth reading its run for (a 500-scope start writes 500 of these)
@@ -152,13 +262,46 @@ class StaffLog:
             if run_id not in runs:
                 runs[run_id] = await self._run(run_id)
             try:
-                line = log_line(entry, runs[run_id])
+                line = word(entry, runs[run_id])
             except Exception:
                 self._log_once(run_id, "staff log: cannot render log line %s of run %s", entry.id, run_id)
-                line = log_line(entry, None)
+                line = word(entry, None)
             if line is not None:
-                lines.append(line)
-        return lines
+                worded.append((entry, line))
+        lines = summarise(fold(worded))
+        ready: list[Line] = []
+        for index, line in enumerate(lines):
+            linked = await self._linked(line, runs.get(line.run_id))
+            if linked is None:
+                return ready, lines[index:]
+            ready.append(linked)
+        return ready, []
+
+    async def _linked(self, line: Line, run: RunView | None) -> Line | None:
+        """A line without a message of its own step links to its run's live message, or else to
+        the last message the run posted; ``None`` while it waits for the live message of a run
+        that has just started (``LINK_WAIT`` at most: a run past the live messages' cap may not
+        get one soon)."""
+        if line.link is not None or not line.linked:
+            return line
+        live = await live_message_of(self.engine, line.run_id)
+        if live is not None:
+            return replace(line, link=Link(live[0], live[1], "live message"))
+        if self._live_expected(line, run):
+            return None
+        link = latest_post(run)
+        return line if link is None else replace(line, link=link)
+
+    def _live_expected(self, line: Line, run: RunView | None) -> bool:
+        if not getattr(self.config, "live_run_messages", False) or run is None or run.started_at is None:
+            return False  # no live messages here, or none for a run that never started
+        if line.at is None:
+            return False
+        return (self._now() - line.at).total_seconds() < LINK_WAIT
+
+    def _now(self) -> dt.datetime:
+        clock = getattr(self.bot, "clock", None)
+        return clock.now() if clock is not None else dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
     async def _run(self, run_id: int) -> RunView | None:
         try:

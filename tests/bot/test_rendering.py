@@ -51,11 +51,40 @@ NAME = "**Harbour Raid** (north) · run 3"
         ),
         (
             entry("run.status", MOD, to="paused", control="pause"),
-            f"⏸️ {NAME} paused by <@123456789012345678>",
+            f"⏸️ {NAME} paused by <@123456789012345678>: nothing new starts until it is resumed"
+            " (a step already under way finishes)",
         ),
         (
             entry("run.status", CLI, **{"from": "paused", "to": "running", "control": "resume"}),
             f"▶️ {NAME} resumed by cli",
+        ),
+        # The retry's own line is the step's requeue (below): which step, by whom, and why.
+        (entry("run.status", MOD, **{"from": "paused", "to": "running", "control": "retry"}), None),
+        (
+            entry("step.requeued", MOD, line_step=7, previous_error="Discord said no"),
+            f"🔁 {NAME}: step 7 (Call to arms) retried by <@123456789012345678> (it had failed: Discord said no)",
+        ),
+        (
+            entry("step.confirmed", MOD, line_step=7, note=None),
+            f"☑️ {NAME}: step 7 (Call to arms) confirmed by <@123456789012345678>",
+        ),
+        (
+            entry("step.skipped", MOD, line_step=7, note="gates jammed"),
+            f"⏭️ {NAME}: step 7 (Call to arms) skipped by <@123456789012345678> — “gates jammed”",
+        ),
+        (
+            entry(
+                "step.retry",
+                line_step=7,
+                attempts=1,
+                error="Discord answered 500",
+                due_at="2026-01-01T00:00:30",
+            ),
+            f"🔁 {NAME}: step 7 (Call to arms) failed (attempt 1), trying again <t:1767225630:R>: Discord answered 500",
+        ),
+        (
+            entry("step.failed", line_step=7, error="Missing Access", action="discord.announce", attempts=3),
+            f"❌ {NAME}: step 7 (Call to arms) failed after 3 attempts: Missing Access; the run carries on past it",
         ),
         (
             entry("run.status", CLI, to="cancelled", control="cancel", reason="storm"),
@@ -68,7 +97,7 @@ NAME = "**Harbour Raid** (north) · run 3"
         ),
         (
             entry("run.degraded", reason="step 7 is being retried"),
-            f"⚠️ {NAME} is degraded: step 7 is being retried",
+            f"⚠️ {NAME} is degraded: step 7 (Call to arms) is being retried",
         ),
         (
             entry("run.stalled", reason="reclaimed", step_id=7, reclaims=3, **{"from": "ok"}),
@@ -78,7 +107,11 @@ NAME = "**Harbour Raid** (north) · run 3"
             entry("run.stalled", reason="overdue", overdue_seconds=1800.5, **{"from": "degraded"}),
             f"🛑 {NAME} is stalled: nobody has advanced it for 30 minutes past when it was due",
         ),
-        (entry("run.recovered", to="degraded"), f"▶️ {NAME} is moving again (health degraded)"),
+        (
+            entry("run.recovered", to="degraded"),
+            f"▶️ {NAME} is moving again (still degraded: one of its steps failed or is being retried)",
+        ),
+        (entry("run.recovered", to="ok"), f"▶️ {NAME} is moving again"),
         (entry("step.done", action="discord.announce", attempts=1), None),
         (
             entry("reminder.skipped", reason="late", before=3600, late_seconds=2700),

@@ -51,11 +51,15 @@ async def test_a_whole_event_as_staff_gm_and_players_see_it(sim: Sim) -> None:
         "The harbour is ours!",
     ]
     assert (await sim.run(1)).status == "completed"
-    log = [m.content for m in sim.staff_log.history()]
-    assert log == [
+    # The staff log's lines (the run's live message, an embed, shares the channel), each with a
+    # link to a real message of the run (tests/bot/test_staff_log.py pins which).
+    log = [m.content for m in sim.staff_log.history() if not m.embeds]
+    assert [line.split(" · [")[0] for line in log] == [
         f"▶️ **Harbour Raid** · run 1 started by {sim.mod.mention}",
+        f"☑️ **Harbour Raid** · run 1: step 2 (Open the gates) confirmed by {sim.gm.mention}",
         "✅ **Harbour Raid** · run 1 completed",
     ]
+    assert f"[cue](https://discord.com/channels/{sim.guild.id}/{cue.channel.id}/{cue.id})" in log[1]
     embed: discord.Embed = status.response.embeds[0]
     assert embed.description.startswith("Status: **completed** · Health: **ok**")
 
