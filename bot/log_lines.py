@@ -194,9 +194,11 @@ def _words(entry: history.Entry, run: RunView | None) -> _Said | None:
     step = _step_label(run, entry.step_id)
     match entry.event:
         case history.StepConfirmed(note=note):
-            return _Said("☑️", f": {step} confirmed by {actor}{_note(note)}", step_link=True)
+            group = f"had {_what_step(run, entry.step_id)} confirmed by {actor}"
+            return _Said("☑️", f": {step} confirmed by {actor}{_note(note)}", group, step_link=True)
         case history.StepSkipped(note=note):
-            return _Said("⏭️", f": {step} skipped by {actor}{_note(note)}", step_link=True)
+            group = f"had {_what_step(run, entry.step_id)} skipped by {actor}"
+            return _Said("⏭️", f": {step} skipped by {actor}{_note(note)}", group, step_link=True)
         case history.StepRequeued(previous_error=error):
             why = f" (it had failed: {clip(error, 300)})" if error else ""
             group = f"retried {_what_step(run, entry.step_id)} by {actor}"
@@ -210,18 +212,22 @@ def _words(entry: history.Entry, run: RunView | None) -> _Said | None:
             group = f"failed at {_what_step(run, entry.step_id)} and carried on: {clip(error, 300)}"
             return _Said("❌", f": {said}", group, step_link=True)
         case history.RunBlocked(key=key, holder_run_id=holder):
-            return _Said("⏳", f" is waiting: run {holder} holds `{key}`")
+            using = f"run {holder} is using `{key}` (one run at a time)"
+            return _Said("⏳", f" is waiting: {using}", f"are waiting: {using}")
         case history.RunDegraded(reason=reason):
-            return _Said("⚠️", f" is degraded: {clip(_named_steps(reason, run), 300)}")
+            group = f"are degraded: {clip(_named_steps(reason, run, by_label=True), 300)}"
+            return _Said("⚠️", f" is degraded: {clip(_named_steps(reason, run), 300)}", group)
         case history.RunStalled() as stalled:
-            return _Said("🛑", f" is stalled: {_stalled_reason(stalled, run)}")
+            why = _stalled_reason(stalled, run)
+            return _Said("🛑", f" is stalled: {why}", f"are stalled: {why}")
         case history.RunRecovered(to=to):
             still = " (still degraded: one of its steps failed or is being retried)" if to != "ok" else ""
-            return _Said("▶️", f" is moving again{still}")
+            return _Said("▶️", f" is moving again{still}", f"are moving again{still}")
         case history.ReminderSkipped() as skipped:
             return _reminder_skipped(skipped)
         case history.ReminderFailed(error=error, before=before):
-            return _Said("⚠️", f": {_lead(before)} could not be sent: {clip(error, 300)}")
+            text = f"{_lead(before)} could not be sent: {clip(error, 300)}"
+            return _Said("⚠️", f": {text}", f"did not get {text}")
         case history.RunRepointed(version=version):
             return _Said("📝", f" will run version {version} of its event, published since it was scheduled")
         case history.RunStatusChanged() as moved:
@@ -232,9 +238,11 @@ def _words(entry: history.Entry, run: RunView | None) -> _Said | None:
 _STEP_ID = re.compile(r"\bstep (\d+)\b(?! \()")
 
 
-def _named_steps(reason: str, run: RunView | None) -> str:
-    """The engine writes ``step 7 is being retried``: the step's label goes with its number."""
-    return _STEP_ID.sub(lambda m: _step_label(run, int(m.group(1))), reason)
+def _named_steps(reason: str, run: RunView | None, *, by_label: bool = False) -> str:
+    """The engine writes ``step 7 is being retried``: the step's label goes with its number (or,
+    for a summary across runs, stands for it)."""
+    name = _what_step if by_label else _step_label
+    return _STEP_ID.sub(lambda m: name(run, int(m.group(1))), reason)
 
 
 def _reminder_skipped(skipped: history.ReminderSkipped) -> _Said | None:
@@ -242,9 +250,10 @@ def _reminder_skipped(skipped: history.ReminderSkipped) -> _Said | None:
         case history.ReminderSkip.LATE:
             late = shown_duration(skipped.late_seconds or 0)
             text = f"{_lead(skipped.before)} was not sent: its moment passed {late} ago (was the bot down?)"
-            return _Said("⏰", f": {text}")
+            return _Said("⏰", f": {text}", f"did not get {text}")
         case history.ReminderSkip.RUN_STARTED:
-            return _Said("⏰", f": {_lead(skipped.before)} was not sent: the event started first")
+            text = f"{_lead(skipped.before)} was not sent: the event started first"
+            return _Said("⏰", f": {text}", f"did not get {text}")
     return None  # dropped by a new version: the run's re-point line says so
 
 

@@ -27,6 +27,14 @@ Each line once, and where it starts (the choices where the issue is silent):
   ``TRIES`` times, with the same nonce (Discord then answers an earlier post that did arrive
   instead of posting it again). Lines already posted past the cursor are remembered (in memory)
   so the next pass skips them.
+* **A new run's lines wait a moment for its live message.** The live message is posted by its
+  own loop just after the run starts; a line of a run that started and has no live message yet
+  waits for it (``bot.live_runs`` nudges this loop when it posts one) for ``LINK_WAIT`` seconds
+  at most, then links the run's latest post instead (a run past the live messages' cap). The
+  lines after it wait too, so the channel keeps the run log's order.
+* **"Paused by" is posted when the pause is recorded**, and says what a pause does: nothing new
+  starts, and a step already under way (dispatched when the pause came) is not recalled but
+  finishes, its result recorded as usual (``bot.log_lines.PAUSE_MEANS``).
 * **Only the process that holds the staff channel's guild.** With shards split across processes,
   Discord delivers each guild to exactly one of them, and only that process has the channel in its
   cache, so only it posts; the others skip. Two processes may briefly both post during a shard

@@ -42,7 +42,7 @@ NAME = "**Harbour Raid** (north) · run 3"
         ),
         (
             entry("run.blocked", key="harbour", holder_run_id=2),
-            f"⏳ {NAME} is waiting: run 2 holds `harbour`",
+            f"⏳ {NAME} is waiting: run 2 is using `harbour` (one run at a time)",
         ),
         (entry("run.status", to="missed"), f"⚠️ {NAME} was missed: it did not start within its grace window"),
         (
