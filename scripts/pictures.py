@@ -76,7 +76,8 @@ BOT_NAME = "eventbot"
 WIDTH, HEIGHT = 900, 520
 # /event status lists every phase and step, and the staff log channel holds the live message
 # above its lines: taller, so the whole of it is in the picture.
-STATUS_HEIGHT = TALL = 760
+STATUS_HEIGHT = 760
+TALL = 820
 # The publish preview, without the status answers above it in the same channel.
 PUBLISH_HEIGHT = 340
 # The bot's loop sleeps this long between ticks; simcord's clock is virtual, so it costs nothing.
