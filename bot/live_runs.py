@@ -49,8 +49,7 @@ import discord
 from bot.errors import DATABASE_ERRORS
 from bot.live_render import digest, live_embed
 from bot.ticker import WakeableLoop
-from runner.states import RUN_TERMINAL, RunStatus
-from runner.views import LiveMessages, LiveRow, LiveView, WaitKind, live_view
+from runner.views import LiveMessages, LiveRow, LiveView, live_view
 
 if TYPE_CHECKING:
     from bot.app import EventBot
@@ -89,6 +88,7 @@ class LiveRuns:
         # Each posted message's run, and the messages Discord said were deleted (by run).
         self._runs_of: dict[int, int] = {}
         self._deleted: dict[int, int] = {}
+        self._open: int | None = None
         bot.add_listener(self.on_raw_message_delete, "on_raw_message_delete")
         self.loop = WakeableLoop(
             self.pass_once, interval=interval, name="eventbot-live-runs", before=self._ready
@@ -163,6 +163,7 @@ class LiveRuns:
             # Not this process's guild (or the channel is gone): the process that sees it posts.
             self.dirty.clear()
             return interval
+        self._open = None
         now = self._now()
         for run_id in changes.run_ids:
             self.dirty[run_id] = min(self.dirty.get(run_id, 0.0), now)
@@ -214,11 +215,19 @@ class LiveRuns:
         """Bring the run's message up to date: post it, edit it, or leave it. True when there is
         nothing left to do for it until the run moves again."""
         clock = self.bot.clock.now()
-        view = await live_view(self.bot.engine, run_id, self.bot.services.versions, clock)
         row = await self.store.get(run_id)
-        if view is None or (row is not None and row.closed):
+        if row is not None and row.closed:
             return True
-        if row is None and not await self._worth_posting(view):
+        if row is None and not await self.store.followable(run_id):
+            return True  # not started (nor blocked): nothing to follow yet
+        if row is None and await self._open_count() >= MAX_OPEN:
+            # Checked before the run is read: a 500-scope start must not cost 450 renders.
+            self._report_once(
+                None, "cap", f"live run messages: {MAX_OPEN} are open; later runs get theirs as slots free"
+            )
+            return True
+        view = await live_view(self.bot.engine, run_id, self.bot.services.versions, clock)
+        if view is None:
             return True
         if row is not None and row.message_id is not None:
             if self._deleted.pop(run_id, None) == row.message_id:
@@ -237,19 +246,11 @@ class LiveRuns:
                 return True
         return await self._post(channel, run_id, embed, rendered, view)
 
-    async def _worth_posting(self, view: LiveView) -> bool:
-        run = view.run
-        if run.status == RunStatus.SCHEDULED:
-            if view.waiting is None or view.waiting.kind is not WaitKind.BLOCKED:
-                return False
-        elif run.status in RUN_TERMINAL and run.started_at is None:
-            return False  # missed, or cancelled before it started
-        if await self.store.count_open() >= MAX_OPEN:
-            self._report_once(
-                None, "cap", f"live run messages: {MAX_OPEN} are open; later runs get theirs as slots free"
-            )
-            return False
-        return True
+    async def _open_count(self) -> int:
+        """Messages not showing an end yet: read once a pass, then kept by this pass's posts."""
+        if self._open is None:
+            self._open = await self.store.count_open()
+        return self._open
 
     async def _edit(
         self,
@@ -296,6 +297,8 @@ class LiveRuns:
             await self.store.release(run_id, retry_at, self.bot.clock.now())
             raise
         self._runs_of[message.id] = run_id
+        if self._open is not None and not view.ended and row.posts == 0:
+            self._open += 1
         if not await self.store.posted(run_id, message.id, rendered, view.ended, self.bot.clock.now()):
             log.warning(
                 "live message of run %s: its claim ran out while posting", run_id, extra={"run_id": run_id}

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
 from runner.schema import live_messages, run_log, runs
-from runner.states import RUN_HOLDS_KEY
+from runner.states import RUN_HOLDS_KEY, RunStatus
 
 Row = sa.RowMapping
 
@@ -192,3 +192,17 @@ async def changes_after(conn: AsyncConnection, cursor: int, limit: int = 1000) -
         .limit(limit)
     )
     return (await conn.execute(query)).mappings().all()
+
+
+async def followable(conn: AsyncConnection, run_id: int) -> bool:
+    """Whether a run with no live message should get one: it has left ``scheduled`` (started,
+    even if it has ended since), or it is scheduled and blocked by another run's key. One
+    indexed read, so the runs a schedule materialises ahead cost no render."""
+    query = sa.select(sa.literal(1)).where(
+        runs.c.id == run_id,
+        sa.or_(
+            runs.c.started_at.is_not(None),
+            sa.and_(runs.c.status == RunStatus.SCHEDULED.value, runs.c.blocked_by.is_not(None)),
+        ),
+    )
+    return (await conn.execute(query)).first() is not None

@@ -313,6 +313,10 @@ class LiveMessages:
             row = await live_sql.get(conn, run_id)
         return None if row is None else _row(row)
 
+    async def followable(self, run_id: int) -> bool:
+        async with self.engine.connect() as conn:
+            return await live_sql.followable(conn, run_id)
+
     async def count_open(self) -> int:
         async with self.engine.connect() as conn:
             return await live_sql.count_open(conn)

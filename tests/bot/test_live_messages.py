@@ -287,3 +287,79 @@ async def test_fifty_runs_moving_at_once_stay_inside_the_channel_budget_and_lose
         assert f"**Speed Quiz** ({run.scope}) · run {run_id}" in seen
         names.add(run.scope)
     assert names == set(scopes)
+
+
+async def test_at_most_max_open_runs_have_a_live_message_at_once(sim: Sim, monkeypatch: Any) -> None:
+    """A start of many scopes posts live messages for the first MAX_OPEN runs only (the channel's
+    budget would otherwise go to them for minutes); the others get none while those are open."""
+    import bot.live_runs
+
+    monkeypatch.setattr(bot.live_runs, "MAX_OPEN", 3)
+    await sim.publish(
+        event("crowd", phase("main", wait(600), wait(1)), title="Crowd", scopes=[f"s{n}" for n in range(5)])
+    )
+    await sim.mod.slash(sim.staff, "event start", definition="crowd")
+    await sim.env.advance_time(3 * EDIT_GAP)
+    assert len(live_messages_in(sim)) == 3
+    assert [r["run_id"] for r in await live_rows(sim)] == [1, 2, 3]
+
+
+def test_a_live_message_fits_discords_limits_whatever_the_run_holds() -> None:
+    """Labels, a title, a scope and an error far over Discord's limits, and 300 posted messages:
+    every part of the embed is within its limit, the links that do not fit are counted, and the
+    whole stays under 6,000 characters."""
+    import datetime as dt
+
+    from actions import limits
+    from bot.live_render import live_embed
+    from runner.history import Actor
+    from runner.views import (
+        HumanAction,
+        LiveView,
+        PhaseView,
+        PostedLink,
+        RunView,
+        StepView,
+        Waiting,
+        WaitKind,
+    )
+
+    at = dt.datetime(2026, 1, 1)
+    huge = "x" * 5000
+    step = StepView(9, "p", 0, huge, "core.announce", "pending", False, at, 1, huge, None, None)
+    run = RunView(
+        id=1,
+        definition_key="k" * 64,
+        title=huge,
+        scope="s" * 190,
+        status="running",
+        health="degraded",
+        rehearsal=True,
+        current_phase="p",
+        scheduled_for=at,
+        started_at=at,
+        ended_at=None,
+        started_by=Actor("1", huge),
+        last_error=huge,
+        version_id=1,
+        phases=[PhaseView("p", huge, True, [step])],
+    )
+    view = LiveView(
+        run=run,
+        phase_index=1,
+        phase_count=1,
+        phase_label=huge,
+        step=f"step 9 ({huge})",
+        waiting=Waiting(WaitKind.RETRY, until=at, error=huge),
+        last_action=HumanAction("skip", Actor(None, huge), at, f"step 9 ({huge})", huge),
+        posted=[PostedLink(f"step {n} ({huge})", 10**18 + n, 10**18 + n) for n in range(300)],
+    )
+    embed = live_embed(view, 111_111_111_111_111_111)
+    assert len(embed) <= limits.EMBED_TOTAL_MAX
+    assert len(embed.title or "") <= limits.EMBED_TITLE_MAX
+    assert len(embed.description or "") <= limits.EMBED_DESCRIPTION_MAX
+    for item in embed.fields:
+        assert len(item.value or "") <= limits.EMBED_FIELD_VALUE_MAX
+    links = next(f.value or "" for f in embed.fields if f.name == "Posted")
+    assert "https://discord.com/channels/111111111111111111/" in links
+    assert links.rstrip().endswith("more"), "the links that do not fit are counted"

@@ -95,6 +95,7 @@ async def test_every_control_is_posted_with_who_pressed_it_and_a_link_to_the_run
         line = the_line(sim, text)
         assert words(line) == text
         assert_links_the_run(sim, line, run_id)
+        assert target(sim, line)[0] == "live message", "even the start's line waits for it"
 
 
 async def test_a_gm_confirm_and_a_gm_skip_link_the_cue_they_answered(sim: Sim) -> None:
@@ -139,6 +140,18 @@ async def test_event_skip_of_a_step_names_the_step_and_who_skipped_it(sim: Sim) 
     assert words(gates) == f"⏭️ {RAID} 1: step 2 (Open the gates) skipped by {mod}"
     label, linked = target(sim, gates)
     assert (label, linked.id) == ("cue", cue_message.id)
+
+
+async def test_without_live_messages_a_run_line_links_the_runs_latest_post(sim: Sim) -> None:
+    """``live_run_messages: false``: a run-level line does not wait for a live message; it links
+    the last message the run posted (here the cue, posted just after the announcement)."""
+    await sim.start_bot(make_config(sim.guild, sim.channels, sim.roles, live_run_messages=False))
+    await sim.mod.slash(sim.staff, "event start", definition="raid")
+    cue_message = sim.gm_cues.last_message
+    line = the_line(sim, f"▶️ {RAID} 1 started")
+    label, linked = target(sim, line)
+    assert (label, linked.channel.id, linked.id) == ("cue", sim.gm_cues.id, cue_message.id)
+    assert all(not m.embeds for m in sim.staff_log.history()), "no live message was posted"
 
 
 async def locked_raid(sim: Sim, on_failure: str | None) -> discord.abc.GuildChannel:

@@ -107,7 +107,9 @@ def test_defect_13_validate_checks_every_alias_against_the_config_all_problems_a
         "phase 'main', 2nd step: no GM channel: the step names none and gm_channel is not configured"
         in result.out
     )
-    assert "phase 'main', 3rd step: ping role 'raidres' is not one of the role aliases in config" in result.out
+    assert (
+        "phase 'main', 3rd step: ping role 'raidres' is not one of the role aliases in config" in result.out
+    )
 
 
 def test_defect_13_the_config_is_found_as_every_other_command_finds_it(cli: Cli, tmp_path: Path) -> None:

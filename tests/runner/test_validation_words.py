@@ -521,7 +521,9 @@ def test_a_choice_lists_the_choices(capsys: pytest.CaptureFixture[str], tmp_path
     lines = validate_text(
         capsys, tmp_path, one_step("- action: core.wait\n  on_failure: retry\n  params: {duration: 1m}")
     )
-    assert lines == ["phase 'main', 1st step, field 'on_failure': 'retry' is not one of skip, pause, abort_run"]
+    assert lines == [
+        "phase 'main', 1st step, field 'on_failure': 'retry' is not one of skip, pause, abort_run"
+    ]
 
 
 def test_discord_event_that_is_neither_a_flag_nor_a_mapping_gets_one_message() -> None:
