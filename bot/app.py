@@ -21,6 +21,7 @@ import dataclasses
 import logging
 from typing import Any, Protocol
 
+import aiohttp
 import discord
 from alembic.script import ScriptDirectory
 from discord import app_commands
@@ -36,6 +37,14 @@ from bot.live_runs import LiveRuns
 from bot.publish_drafts import Drafts
 from bot.scheduled_events import Mirror
 from bot.staff_log import StaffLog
+from bot.startup import (
+    Retry,
+    Unreachable,
+    database_unreachable,
+    discord_unreachable,
+    keep_trying,
+    quiet_voice,
+)
 from bot.ticker import Ticker
 from bot.tree import GuardedTree
 from runner.clock import Clock
@@ -62,6 +71,7 @@ class EventBot(commands.Bot):
         runner_settings: RunnerSettings | None = None,
         owner: str | None = None,
     ) -> None:
+        quiet_voice()
         super().__init__(
             command_prefix=commands.when_mentioned,
             help_command=None,
@@ -136,6 +146,13 @@ class EventBot(commands.Bot):
         )
 
     async def setup_hook(self) -> None:
+        try:
+            await self._set_up()
+        except DATABASE_ERRORS as exc:
+            # Here, not in the login's handler: a driver's bare OSError would read as Discord's.
+            raise database_unreachable(exc, database_shown(self.engine)) from None
+
+    async def _set_up(self) -> None:
         for extension in EXTENSIONS:
             await self.load_extension(extension)
         self.staff_log = StaffLog(
@@ -199,6 +216,7 @@ class CommandPublisher(discord.Client):
     interaction, so none of the commands' callbacks can run here."""
 
     def __init__(self) -> None:
+        quiet_voice()
         super().__init__(intents=discord.Intents.none())
         self.tree: app_commands.CommandTree[CommandPublisher] = app_commands.CommandTree(self)
         self.tree.add_command(event_commands())
@@ -232,13 +250,19 @@ async def sync_tree(client: HasTree, guild_id: int | None = None) -> list[app_co
     return await client.tree.sync(guild=guild)
 
 
+def database_shown(engine: AsyncEngine) -> str:
+    return make_url(str(engine.url)).render_as_string(hide_password=True)
+
+
 async def check_schema(engine: AsyncEngine) -> None:
-    """Refuse to start on a database whose schema is behind the code (migrations are explicit)."""
-    where = make_url(str(engine.url)).render_as_string(hide_password=True)
+    """Refuse to start on a database whose schema is behind the code (migrations are explicit).
+    A database that does not answer raises ``Unreachable`` (worth another try); one that refuses
+    the credentials, or is at another schema, ``StartupError``."""
+    where = database_shown(engine)
     try:
         revision = await current_revision(engine)
     except DATABASE_ERRORS as exc:
-        raise StartupError(f"cannot reach the database at {where}: {type(exc).__name__}") from None
+        raise database_unreachable(exc, where) from None
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     if revision != head:
         raise StartupError(
@@ -247,34 +271,72 @@ async def check_schema(engine: AsyncEngine) -> None:
         )
 
 
-async def run_bot(config: Config, token: str) -> None:
-    """``python -m bot run``: connect with ``token`` and run until stopped. The engine is built
-    here from ``config.database_url`` and disposed on the way out; nothing is published or
-    migrated implicitly. Raises ``StartupError`` (one line, no token) when it cannot start."""
+async def run_bot(config: Config, token: str, retry: Retry | None = None) -> None:
+    """``python -m bot run``: connect with ``token`` and run until stopped (cancelled). The
+    engine is built here from ``config.database_url`` and disposed on the way out; nothing is
+    published or migrated implicitly.
+
+    While the database or Discord cannot be reached it keeps trying, as ``retry`` says, one log
+    line per attempt. Raises ``StartupError`` (one line, no token) for what waiting cannot fix:
+    a refused token, a database at another schema. Cancelled, the bot is closed: runs being
+    driven finish their step or are given back, and keep their state."""
     if config.guild_id is None:
         # Without it the bot could not tell its own server's interactions from anyone else's.
         raise StartupError("guild_id is not set in the config: the bot serves exactly one server; set its id")
+    retry = retry or Retry()
     engine = create_engine(config.database_url)
     try:
-        await check_schema(engine)
-        bot = create_bot(config, engine)
-        async with bot:
-            await _login(bot, token)
+        await keep_trying(lambda: check_schema(engine), retry)
+        bot = await keep_trying(lambda: _logged_in_bot(config, engine, token), retry)
+        try:
             log.info("logged in as %s; serving guild %s", bot.user, config.guild_id)
             await bot.connect(reconnect=True)
+        finally:
+            await bot.close()
     finally:
         await engine.dispose()
+
+
+async def _logged_in_bot(config: Config, engine: AsyncEngine, token: str) -> EventBot:
+    """A new bot, logged in and set up. Each attempt builds its own: a failed one is closed
+    whole (its HTTP session with it), and nothing half set up is carried into the next."""
+    bot = create_bot(config, engine)
+    try:
+        await _login(bot, token)
+    except BaseException:
+        await bot.close()
+        raise
+    return bot
 
 
 async def sync_commands(config: Config, token: str, guild_id: int | None = None) -> list[str]:
     """``python -m bot sync [--guild ID]``: log in, publish ``/event``, log out. Answers the
     names of the commands Discord now has. ``config`` is what the command line loaded; syncing
-    reads nothing from it (the guild is chosen by the caller)."""
+    reads nothing from it (the guild is chosen by the caller). Tries once: ``StartupError`` or
+    ``Unreachable`` say, in one line, why it did not work."""
     client = CommandPublisher()
     async with client:
         await _login(client, token)
-        synced = await sync_tree(client, guild_id)
+        try:
+            synced = await sync_tree(client, guild_id)
+        except discord.Forbidden as exc:
+            where = "globally" if guild_id is None else f"in guild {guild_id}"
+            raise StartupError(
+                f"Discord refused to register the commands {where}: {exc.status} {exc.text} "
+                "(is the bot in that server, invited with the applications.commands scope?)"[:300]
+            ) from None
+        except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+            raise _discord_failure(exc, "Discord did not register the commands") from None
     return [command.name for command in synced]
+
+
+def _discord_failure(exc: BaseException, doing: str) -> Unreachable | StartupError:
+    unreachable = discord_unreachable(exc)
+    if unreachable is not None:
+        return unreachable
+    if isinstance(exc, discord.HTTPException):
+        return StartupError(f"{doing}: {exc.status} {exc.text}"[:300])
+    return StartupError(f"{doing}: {type(exc).__name__}")
 
 
 async def _login(client: discord.Client, token: str) -> None:
@@ -284,5 +346,5 @@ async def _login(client: discord.Client, token: str) -> None:
         raise StartupError(
             "Discord refused the token in DISCORD_TOKEN (it is not a valid bot token)"
         ) from None
-    except discord.HTTPException as exc:
-        raise StartupError(f"Discord did not accept the login: {exc.status} {exc.text}"[:300]) from None
+    except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+        raise _discord_failure(exc, "Discord did not accept the login") from None

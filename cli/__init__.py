@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from cli import logs
 from cli.common import (
     DEFAULT_CONFIG,
     EXIT_FAILED,
@@ -72,6 +73,12 @@ def _add_database(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _program_name() -> str:
+    # Installed, the command line is also the ``eventbot`` script; help shows how it was run.
+    invoked = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "eventbot" if invoked in ("eventbot", "eventbot.exe") else "python -m bot"
+
+
 def build_parser() -> argparse.ArgumentParser:
     # Options every command accepts, before or after its name. SUPPRESS keeps a subcommand that
     # was not given the option from overwriting the value given before it.
@@ -89,9 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="log more (-v info, -vv debug); rehearse: -v its bookkeeping, -vv info, -vvv debug",
     )
+    common.add_argument(
+        "--log-format",
+        choices=logs.FORMATS,
+        default=argparse.SUPPRESS,
+        help="log lines as text (default) or as one JSON object per line",
+    )
 
     parser = argparse.ArgumentParser(
-        prog="python -m bot",
+        prog=_program_name(),
         formatter_class=_Formatter,
         description=(
             "eventbot: a Discord bot that runs live events for game communities.\n\n"
@@ -114,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"the config file (default: ./{DEFAULT_CONFIG} if it exists, else built-in defaults)",
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)")
+    parser.add_argument(
+        "--log-format",
+        choices=logs.FORMATS,
+        default="text",
+        help="log lines as text (default) or as one JSON object per line",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def command(
@@ -269,13 +288,33 @@ def build_parser() -> argparse.ArgumentParser:
     upcoming.add_argument("--json", action="store_true", help="one JSON object per event")
     _add_database(upcoming, "read this database")
 
-    command(
+    run = command(
         "run",
         "start the bot (needs DISCORD_TOKEN)",
         "Connect to Discord and run events until stopped. The token is read from the DISCORD_TOKEN\n"
         "environment variable only. Run `migrate` first, and `sync` once after installing or\n"
-        "upgrading so the slash commands exist.",
+        "upgrading so the slash commands exist.\n\n"
+        "While Discord or the database cannot be reached it keeps trying, one log line per\n"
+        "attempt, waiting --retry-first seconds and twice as long each time up to --retry-cap.\n"
+        "What waiting cannot fix (a refused token, a database at another schema, a refused\n"
+        "database password) stops it at once with one line. SIGTERM or Ctrl-C stop it cleanly:\n"
+        "runs keep their state and are given back for the next start.\n\n"
+        "Exit code: 0 when stopped by SIGTERM or Ctrl-C, 1 when it could not start.",
         cmd_run,
+    )
+    run.add_argument(
+        "--retry-first",
+        type=_positive_float,
+        default=2.0,
+        metavar="SECONDS",
+        help="wait before the first retry (default 2)",
+    )
+    run.add_argument(
+        "--retry-cap",
+        type=_positive_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="longest wait between retries (default 60)",
     )
 
     sync = command(
@@ -283,14 +322,18 @@ def build_parser() -> argparse.ArgumentParser:
         "register the slash commands with Discord (needs DISCORD_TOKEN)",
         "Register the bot's slash commands. With a guild (--guild, or guild_id from the config)\n"
         "they appear there at once; with --global they go to every server the bot is in, which\n"
-        "Discord can take up to an hour to show. Run once at deploy, not on every start.\n"
+        "Discord can take up to an hour to show. With neither a guild nor --global nothing is\n"
+        "registered. Run once at deploy, not on every start.\n"
         "The token is read from the DISCORD_TOKEN environment variable only.",
         cmd_sync,
     )
     target = sync.add_mutually_exclusive_group()
     target.add_argument("--guild", type=_positive_int, metavar="ID", help="the guild to register in")
     target.add_argument(
-        "--global", dest="everywhere", action="store_true", help="register globally instead of in one guild"
+        "--global",
+        dest="everywhere",
+        action="store_true",
+        help="register in every server the bot is in (needed when no guild is configured)",
     )
     return parser
 
@@ -311,7 +354,7 @@ def _configure_streams() -> None:
             stream.reconfigure(errors="replace")
 
 
-def _configure_logging(command: str, verbose: int) -> None:
+def _configure_logging(command: str, verbose: int, log_format: str) -> None:
     level = logging.WARNING
     if command in ("run", "sync"):
         level = logging.INFO
@@ -320,9 +363,7 @@ def _configure_logging(command: str, verbose: int) -> None:
         verbose -= 1
     if verbose > 0:
         level = logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(
-        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
+    logs.configure(level, quiet_libraries=verbose <= 0, log_format=log_format, stream=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -333,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, or a usage error argparse has already explained
         return _exit_code(exc.code)
     _configure_streams()
-    _configure_logging(args.command, args.verbose)
+    _configure_logging(args.command, args.verbose, args.log_format)
     try:
         return args.handler(args)
     except ConfigError as exc:

@@ -11,6 +11,7 @@ from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from cli import logs
 from runner.db import DATABASE_ERRORS, DatabaseUrlError, check_url, create_engine, masked_url
 from runner.migrate import current_revision
 from wiring import config as config_module
@@ -42,7 +43,9 @@ def load_config(path: str | None) -> Config:
     the built-in defaults. ``EVENTBOT_*`` environment variables override either."""
     if path is None and Path(DEFAULT_CONFIG).is_file():
         path = DEFAULT_CONFIG
-    return config_module.load(path)
+    config = config_module.load(path)
+    logs.keep_secret(logs.password_of(config.database_url))
+    return config
 
 
 def shown_url(url: str) -> str:
@@ -53,6 +56,7 @@ def shown_url(url: str) -> str:
 def checked_database(url: str, origin: str = "--database") -> str:
     """``url`` if ``runner.db.check_url`` accepts it, else ``UsageError``: one line, naming
     where the URL came from and what is wrong with it, the password hidden."""
+    logs.keep_secret(logs.password_of(url))
     try:
         check_url(url)
     except DatabaseUrlError as exc:

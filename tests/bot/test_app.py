@@ -3,6 +3,7 @@ kept out of every message, and syncing as an explicit step."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from bot.app import CommandPublisher, create_bot, run_bot, sync_tree
 from bot.errors import StartupError
+from bot.startup import Retry
 from runner.db import create_engine
 from tests.bot.conftest import Sim
 
@@ -39,10 +41,32 @@ async def test_run_refuses_to_start_without_a_guild_to_serve(sim: Sim) -> None:
     assert "\n" not in str(caught.value)
 
 
-async def test_run_refuses_a_database_it_cannot_reach(sim: Sim, tmp_path: Path) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'missing-dir' / 'db.sqlite3'}"
-    with pytest.raises(StartupError, match="cannot reach the database at sqlite"):
-        await run_bot(sim.config.model_copy(update={"database_url": url}), TOKEN)
+async def test_run_keeps_trying_a_database_it_cannot_reach_until_it_answers(sim: Sim, tmp_path: Path) -> None:
+    """A database that is not there yet (a volume mounted after the service starts) is tried
+    again, one log line per attempt, until it answers; then start-up carries on (here to the
+    schema check, which stops it: the new file has no tables)."""
+    directory = tmp_path / "mounted-later"
+    url = f"sqlite+aiosqlite:///{directory / 'db.sqlite3'}"
+    attempts: list[str] = []
+
+    class Mount(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            attempts.append(record.getMessage())
+            if len(attempts) == 2:
+                directory.mkdir()
+
+    watcher = Mount()
+    logging.getLogger("bot.startup").addHandler(watcher)
+    try:
+        with pytest.raises(StartupError, match="is at schema none"):
+            config = sim.config.model_copy(update={"database_url": url})
+            await asyncio.wait_for(run_bot(config, TOKEN, Retry(first=0.01, cap=0.02)), 30)
+    finally:
+        logging.getLogger("bot.startup").removeHandler(watcher)
+    assert len(attempts) == 2
+    for attempt, delay in zip(attempts, ("0.01", "0.02"), strict=True):
+        assert attempt.startswith("cannot reach the database at sqlite+aiosqlite:///")
+        assert attempt.endswith(f"; retrying in {delay} s") and "\n" not in attempt
 
 
 async def test_sync_publishes_the_event_group_globally_or_to_one_guild(sim: Sim) -> None:

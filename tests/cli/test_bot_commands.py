@@ -26,7 +26,7 @@ def app(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     calls: list[tuple[str, Any]] = []
     module = types.ModuleType("bot.app")
 
-    async def run_bot(config: Config, token: str) -> None:
+    async def run_bot(config: Config, token: str, retry: Any = None) -> None:
         calls.append(("run", (config, token)))
 
     async def sync_commands(config: Config, token: str, guild_id: int | None) -> list[str]:
@@ -120,7 +120,7 @@ def test_a_bot_that_cannot_start_says_why_in_one_line(
 
     monkeypatch.setattr(sys.modules["bot.app"], "run_bot" if command == "run" else "sync_commands", refuse)
     monkeypatch.setenv("DISCORD_TOKEN", TOKEN)
-    result = cli(command)
+    result = cli(command, *(["--global"] if command == "sync" else []))
     assert result.code == 1
     assert result.err == "error: Discord refused the token in DISCORD_TOKEN (it is not a valid bot token)\n"
     assert TOKEN not in result.out + result.err
