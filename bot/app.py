@@ -217,7 +217,9 @@ class CommandPublisher(discord.Client):
 
     def __init__(self) -> None:
         quiet_voice()
-        super().__init__(intents=discord.Intents.none())
+        # It never opens the gateway, so intents ask for nothing; the guilds one only keeps
+        # discord.py from warning, at every sync, that state may go missing without it.
+        super().__init__(intents=discord.Intents(guilds=True))
         self.tree: app_commands.CommandTree[CommandPublisher] = app_commands.CommandTree(self)
         self.tree.add_command(event_commands())
 
