@@ -61,7 +61,10 @@ class Redactor(logging.Filter):
         return _TOKEN.sub(MASK, text)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
+        try:
+            message = record.getMessage()
+        except Exception:  # arguments that do not fit the message: the handler reports that
+            return True
         clean = self.redact(message)
         if clean != message:
             record.msg, record.args = clean, ()
