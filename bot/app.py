@@ -287,28 +287,44 @@ async def run_bot(config: Config, token: str, retry: Retry | None = None) -> Non
         raise StartupError("guild_id is not set in the config: the bot serves exactly one server; set its id")
     retry = retry or Retry()
     engine = create_engine(config.database_url)
+    logins: list[str] = []
+
+    async def serve() -> None:
+        bot = create_bot(config, engine)
+        try:
+            await _login(bot, token)
+            if not logins:  # once, not again after each gateway that did not answer
+                log.info("logged in as %s; serving guild %s", bot.user, config.guild_id)
+            logins.append(str(bot.user))
+            await _connect(bot)
+        finally:
+            # Each attempt builds its own bot and closes it whole (its HTTP session with it),
+            # so nothing half set up is carried into the next.
+            connected = bot.ws is not None
+            await bot.close()
+            if connected:
+                log.info("disconnected from Discord; the runs in hand here were given back")
+
     try:
         await keep_trying(lambda: check_schema(engine), retry)
-        bot = await keep_trying(lambda: _logged_in_bot(config, engine, token), retry)
-        try:
-            log.info("logged in as %s; serving guild %s", bot.user, config.guild_id)
-            await bot.connect(reconnect=True)
-        finally:
-            await bot.close()
+        await keep_trying(serve, retry)
     finally:
         await engine.dispose()
 
 
-async def _logged_in_bot(config: Config, engine: AsyncEngine, token: str) -> EventBot:
-    """A new bot, logged in and set up. Each attempt builds its own: a failed one is closed
-    whole (its HTTP session with it), and nothing half set up is carried into the next."""
-    bot = create_bot(config, engine)
+async def _connect(bot: EventBot) -> None:
+    """The gateway connection, until the bot is closed; discord.py reconnects by itself once
+    it has had one. ``Unreachable`` when the first one fails."""
     try:
-        await _login(bot, token)
-    except BaseException:
-        await bot.close()
-        raise
-    return bot
+        await bot.connect(reconnect=True)
+    except AttributeError as exc:
+        if bot.ws is not None:
+            raise
+        # discord.py 2.7 answers a failed first connection by reading the state of the previous
+        # one, which does not exist; what failed is the connection underneath.
+        cause = exc.__context__
+        unreachable = discord_unreachable(cause) if cause is not None else None
+        raise unreachable or Unreachable("Discord", "the gateway did not answer") from None
 
 
 async def sync_commands(config: Config, token: str, guild_id: int | None = None) -> list[str]:

@@ -19,6 +19,7 @@ from typing import TypeVar
 
 import aiohttp
 import discord
+import yarl
 
 from bot.errors import StartupError
 from runner.db import backoff_delay
@@ -26,10 +27,12 @@ from runner.db import backoff_delay
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# Where discord.py sends its REST requests (the gateway's address is one of their answers). Set
-# only to reach something standing in for Discord: a test's loopback server, or a proxy an
-# operator runs in front of the real API. discord.py has no setting of its own for it.
+# Where discord.py sends its REST requests, and where it opens the gateway. Set only to reach
+# something standing in for Discord: a test's loopback server, or a proxy an operator runs in
+# front of the real API. discord.py has no setting of its own for either; these replace the
+# class attributes it reads (``Route.BASE``, ``DiscordWebSocket.DEFAULT_GATEWAY``).
 API_BASE_ENV = "EVENTBOT_DISCORD_API"
+GATEWAY_ENV = "EVENTBOT_DISCORD_GATEWAY"
 
 # MariaDB's answers that no amount of waiting changes: access denied (to the server or to the
 # database) and no such database. Everything else DATABASE_ERRORS matches is a server not up yet.
@@ -57,10 +60,14 @@ class Unreachable(Exception):
 
 
 def use_api_base_from_env(environ: Mapping[str, str] | None = None) -> None:
-    """Point discord.py at ``EVENTBOT_DISCORD_API`` when it is set (see ``API_BASE_ENV``)."""
-    base = (os.environ if environ is None else environ).get(API_BASE_ENV, "").strip()
+    """Point discord.py at ``EVENTBOT_DISCORD_API`` / ``EVENTBOT_DISCORD_GATEWAY`` when set."""
+    environ = os.environ if environ is None else environ
+    base = environ.get(API_BASE_ENV, "").strip()
     if base:
         discord.http.Route.BASE = base.rstrip("/")
+    gateway = environ.get(GATEWAY_ENV, "").strip()
+    if gateway:
+        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway)
 
 
 def quiet_voice() -> None:

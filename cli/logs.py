@@ -124,7 +124,7 @@ class _OneLineReconnect(logging.Filter):
         if record.msg == "Attempting a reconnect in %.2fs" and record.exc_info:
             error = record.exc_info[1]
             reason = f"{type(error).__name__}: {error}".rstrip(": ") if error else "unknown"
-            record.msg = "lost the connection to Discord (%s); reconnecting in %.0f s"
+            record.msg = "lost the connection to Discord (%s); reconnecting in %.1f s"
             record.args = (reason, *(record.args or ()))  # type: ignore[misc]
             record.exc_info = record.exc_text = None
             record.levelno, record.levelname = logging.WARNING, "WARNING"
@@ -171,6 +171,8 @@ def configure(
     root.setLevel(level)
     for name in THIRD_PARTY:
         logging.getLogger(name).setLevel(max(level, logging.WARNING) if quiet_libraries else level)
+    # SQLAlchemy's INFO is every statement it runs: a debugging aid, so only with debug logs.
+    logging.getLogger("sqlalchemy").setLevel(level if level <= logging.DEBUG else logging.WARNING)
     client = logging.getLogger("discord.client")
     for old in [f for f in client.filters if isinstance(f, _OneLineReconnect)]:
         client.removeFilter(old)

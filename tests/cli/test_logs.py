@@ -108,7 +108,9 @@ def test_the_libraries_say_only_warnings_unless_asked(configure: Configure) -> N
     ]
     verbose = configure(quiet_libraries=False)
     logging.getLogger("alembic.runtime.migration").info("Context impl SQLiteImpl.")
+    logging.getLogger("sqlalchemy.engine.Engine").info("SELECT 1")
     assert "INFO alembic.runtime.migration: Context impl SQLiteImpl." in verbose.getvalue()
+    assert "SELECT 1" not in verbose.getvalue(), "each SQL statement only with -vv"
 
 
 @pytest.mark.parametrize("log_format", logs.FORMATS)
@@ -178,7 +180,7 @@ def test_discord_reconnecting_is_one_line_not_a_traceback(configure: Configure) 
     [line] = stream.getvalue().splitlines()
     assert line.endswith(
         " WARNING discord.client: lost the connection to Discord "
-        "(ConnectionResetError: [Errno 104] Connection reset by peer); reconnecting in 4 s"
+        "(ConnectionResetError: [Errno 104] Connection reset by peer); reconnecting in 4.2 s"
     )
 
 

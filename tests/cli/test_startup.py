@@ -26,7 +26,7 @@ import discord
 import pytest
 from sqlalchemy.engine import make_url
 
-from bot.startup import API_BASE_ENV
+from bot.startup import API_BASE_ENV, GATEWAY_ENV
 from tests.cli.conftest import REPO, Cli, sqlite_url, write_yaml
 from tests.support.loopback_discord import LoopbackDiscord, closed_port
 
@@ -357,3 +357,63 @@ def test_run_on_a_database_that_refuses_the_password_fails_in_one_line(
     assert result.err.endswith("(error 1045)\n")
     assert result.err.count("\n") == 1
     assert PASSWORD not in result.err
+
+
+def test_sigterm_while_serving_closes_the_bot_and_gives_its_runs_back(migrated: str, tmp_path: Path) -> None:
+    """The whole way: logged in against a loopback Discord, connected to its gateway, ticking;
+    then SIGTERM closes the bot (``EventBot.close``: the runner lets go of its runs) and the
+    process ends with 0."""
+    ready = {
+        "v": 10,
+        "user": USER,
+        "guilds": [],
+        "session_id": "loopback-session",
+        "resume_gateway_url": "ws://127.0.0.1:1/unused",
+        "application": {"id": APPLICATION["id"], "flags": 0},
+    }
+    routes = {**LOGGED_IN, ("GET", "/gateway/bot"): (404, {"message": "unused", "code": 0})}
+    with LoopbackDiscord(routes, ready=ready) as discord_api:
+        env = environment(
+            DISCORD_TOKEN=TOKEN, **{API_BASE_ENV: discord_api.base, GATEWAY_ENV: discord_api.gateway}
+        )
+        bot = Process(tmp_path, "run", "-v", *FAST, env=env)
+        bot.wait_for(re.compile(r"INFO bot\.app: logged in as eventbot; serving guild " + str(GUILD)), 1)
+        bot.wait_for(re.compile(r"INFO discord\.gateway: Shard ID None has connected to Gateway"), 1)
+        bot.process.send_signal(signal.SIGTERM)
+        code = bot.finish(STOPPED_WITHIN)
+        identified = [frame for frame in discord_api.received if frame["op"] == 2]
+    assert code == 0, bot.output
+    assert len(identified) == 1 and identified[0]["d"]["token"] == TOKEN
+    messages = [line.split(" ", 3)[-1] for line in bot.lines]
+    stopping = messages.index(
+        "cli.serve: SIGTERM received: stopping (runs keep their state and are given back)"
+    )
+    assert messages[stopping + 1 :] == [
+        "bot.app: disconnected from Discord; the runs in hand here were given back",
+        "cli.serve: stopped on SIGTERM",
+    ]
+    assert "Traceback" not in bot.output and TOKEN not in bot.output
+
+
+def test_defect_a_gateway_that_does_not_answer_after_the_login_is_tried_again_not_a_traceback(
+    migrated: str, tmp_path: Path
+) -> None:
+    """discord.py 2.7, when its first gateway connection fails, reads the state of a previous
+    connection that does not exist (``AttributeError: 'NoneType' object has no attribute
+    'sequence'``): the bot died with a traceback whenever Discord's API answered and its gateway
+    did not. Now the whole attempt (a new bot, a new login) is tried again."""
+    with LoopbackDiscord(LOGGED_IN) as discord_api, closed_port() as gateway_port:
+        env = environment(
+            DISCORD_TOKEN=TOKEN,
+            **{API_BASE_ENV: discord_api.base, GATEWAY_ENV: f"ws://127.0.0.1:{gateway_port}/gateway"},
+        )
+        bot = Process(tmp_path, "run", *FAST, env=env)
+        bot.wait_for(retry_line(rf"Discord: 127\.0\.0\.1:{gateway_port}: connection refused"), 2)
+        bot.process.send_signal(signal.SIGTERM)
+        code = bot.finish(STOPPED_WITHIN)
+        logins = [r for r in discord_api.requests if r.path == "/users/@me"]
+    assert code == 0, bot.output
+    assert len(logins) >= 2, "each attempt logs in again, on a new bot"
+    assert sum("logged in as eventbot" in line for line in bot.lines) == 1
+    assert "disconnected from Discord" not in bot.output, "it never was connected"
+    assert_clean(bot.output)

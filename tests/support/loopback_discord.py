@@ -20,6 +20,7 @@ from typing import Any
 from aiohttp import web
 
 API_PATH = "/api/v10"
+GATEWAY_PATH = "/gateway"
 
 
 @dataclass(frozen=True)
@@ -31,10 +32,18 @@ class Seen:
 
 class LoopbackDiscord:
     """Answers ``routes[(method, path)]`` = (status, JSON body), path after ``/api/v10``; 404
-    otherwise. Each request is recorded, with the moment it was answered."""
+    otherwise. Each request is recorded, with the moment it was answered.
 
-    def __init__(self, routes: Mapping[tuple[str, str], tuple[int, Any]]) -> None:
+    With ``ready`` (the READY event's data), ``/gateway`` is a gateway too: HELLO, then READY
+    after the client identifies, heartbeats acknowledged; each frame the client sends is kept
+    in ``received``."""
+
+    def __init__(
+        self, routes: Mapping[tuple[str, str], tuple[int, Any]], *, ready: dict[str, Any] | None = None
+    ) -> None:
         self.routes = dict(routes)
+        self.ready = ready
+        self.received: list[dict[str, Any]] = []
         self.requests: list[Seen] = []
         self.port = 0
         self._loop = asyncio.new_event_loop()
@@ -44,6 +53,23 @@ class LoopbackDiscord:
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}{API_PATH}"
+
+    @property
+    def gateway(self) -> str:
+        return f"ws://127.0.0.1:{self.port}{GATEWAY_PATH}"
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        socket = web.WebSocketResponse()
+        await socket.prepare(request)
+        await socket.send_json({"op": 10, "d": {"heartbeat_interval": 45_000}, "s": None, "t": None})
+        async for message in socket:
+            frame = json.loads(message.data)
+            self.received.append(frame)
+            if frame["op"] == 2:  # IDENTIFY
+                await socket.send_json({"op": 0, "t": "READY", "s": 1, "d": self.ready})
+            elif frame["op"] == 1:  # HEARTBEAT
+                await socket.send_json({"op": 11, "d": None, "s": None, "t": None})
+        return socket
 
     async def _answer(self, request: web.Request) -> web.Response:
         path = request.path.removeprefix(API_PATH)
@@ -59,6 +85,8 @@ class LoopbackDiscord:
 
     async def _start(self) -> None:
         app = web.Application()
+        if self.ready is not None:
+            app.router.add_get(GATEWAY_PATH, self._gateway)
         app.router.add_route("*", "/{tail:.*}", self._answer)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
