@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--verbose",
         action="count",
         default=argparse.SUPPRESS,
-        help="log more (-v info, -vv debug); rehearse: -v its bookkeeping, -vv info, -vvv debug",
+        help="log more (-v info, the libraries' too; -vv debug); "
+        "rehearse: -v its bookkeeping, -vv info, -vvv debug",
     )
     common.add_argument(
         "--log-format",
@@ -126,7 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=f"the config file (default: ./{DEFAULT_CONFIG} if it exists, else built-in defaults)",
     )
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="log more (-v info, the libraries' too; -vv debug)"
+    )
     parser.add_argument(
         "--log-format",
         choices=logs.FORMATS,
@@ -299,7 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
         "What waiting cannot fix (a refused token, a database at another schema, a refused\n"
         "database password) stops it at once with one line. SIGTERM or Ctrl-C stop it cleanly:\n"
         "runs keep their state and are given back for the next start.\n\n"
-        "Exit code: 0 when stopped by SIGTERM or Ctrl-C, 1 when it could not start.",
+        "Exit code: 0 when stopped by SIGTERM or Ctrl-C, 1 when it could not start, 2 for a bad\n"
+        "config or option.",
         cmd_run,
     )
     run.add_argument(

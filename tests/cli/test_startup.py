@@ -417,3 +417,24 @@ def test_defect_a_gateway_that_does_not_answer_after_the_login_is_tried_again_no
     assert sum("logged in as eventbot" in line for line in bot.lines) == 1
     assert "disconnected from Discord" not in bot.output, "it never was connected"
     assert_clean(bot.output)
+
+
+def test_run_refuses_a_retry_cap_below_the_first_wait(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DISCORD_TOKEN", TOKEN)
+    write_yaml(Path("config.yaml"), {"guild_id": GUILD})
+    result = cli("run", "--retry-first", "5", "--retry-cap", "1")
+    assert (result.code, result.err) == (2, "error: --retry-cap must be at least --retry-first\n")
+
+
+def test_run_on_a_sqlite_file_in_a_missing_directory_fails_in_one_line_without_retrying(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Not a database that is not up yet: a directory does not appear by waiting."""
+    monkeypatch.setenv("DISCORD_TOKEN", TOKEN)
+    url = sqlite_url(tmp_path / "no-such-dir" / "eventbot.sqlite3")
+    write_yaml(tmp_path / "config.yaml", {"guild_id": GUILD, "database_url": url})
+    result = cli("run", *FAST)
+    assert result.code == 1
+    assert result.err == (
+        f"error: cannot use the database at {url}: the directory {tmp_path / 'no-such-dir'} does not exist\n"
+    )
