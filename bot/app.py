@@ -7,6 +7,10 @@ state, so a test builds as many bots as it likes (one per simulated restart). ``
 loads the extensions (the ``/event`` cog and the GM cue buttons, as discord.py's
 ``advanced_startup.py`` loads its cogs) and starts the tick and staff-log loops.
 
+``run_bot`` waits for the database and Discord while they cannot be reached, trying again
+with a capped backoff (``bot.startup``); what waiting cannot fix stops it with a
+``StartupError``. Each attempt builds a new bot, so a failed one leaves nothing half set up.
+
 Commands are synced only by ``sync_commands`` (never in ``on_ready``, which runs on every
 reconnect), through a client of its own that holds the command tree and nothing else: syncing
 needs neither the database nor the gateway, and the bot has no second, half-built mode for it.
@@ -317,6 +321,10 @@ async def _connect(bot: EventBot) -> None:
     it has had one. ``Unreachable`` when the first one fails."""
     try:
         await bot.connect(reconnect=True)
+    except discord.ClientException as exc:
+        # The gateway closed with a code discord.py does not reconnect after (4004: the token
+        # was refused; 4013/4014: intents): waiting will not change Discord's answer.
+        raise StartupError(f"Discord closed the gateway connection: {exc}"[:300]) from None
     except AttributeError as exc:
         if bot.ws is not None:
             raise

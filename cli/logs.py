@@ -35,7 +35,9 @@ SHORTEST_SECRET = 4
 
 # A Discord bot token's shape (three base64url parts joined by dots), and a URL's password.
 _TOKEN = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{20,}")
-_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:)[^@\s]+@")
+# (No "/" in the password: "http://host:8080/users/@me" is a port and a path. A password with a
+# raw "/" is still masked where it is one of the secrets the redactor was given.)
+_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:)[^@\s/]+@")
 # Every attribute a LogRecord has of its own; the rest came in through ``extra``.
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime", "taskName"}
 

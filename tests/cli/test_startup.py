@@ -395,6 +395,25 @@ def test_sigterm_while_serving_closes_the_bot_and_gives_its_runs_back(migrated: 
     assert "Traceback" not in bot.output and TOKEN not in bot.output
 
 
+def test_a_token_the_gateway_refuses_is_one_line_at_once_with_no_retry(migrated: str, tmp_path: Path) -> None:
+    """The login can pass and the gateway still refuse the token (close code 4004)."""
+    ready = {"v": 10, "user": USER, "guilds": [], "session_id": "s", "application": {"id": APPLICATION["id"]}}
+    with LoopbackDiscord(LOGGED_IN, ready=ready, close_code=4004) as discord_api:
+        env = environment(
+            DISCORD_TOKEN=TOKEN, **{API_BASE_ENV: discord_api.base, GATEWAY_ENV: discord_api.gateway}
+        )
+        bot = Process(tmp_path, "run", *FAST, env=env)
+        code = bot.finish(FIRST_LINE_WITHIN)
+        identified = [frame for frame in discord_api.received if frame["op"] == 2]
+    assert code == 1
+    assert len(identified) == 1, "no retry"
+    assert (
+        bot.lines[-1]
+        == "error: Discord closed the gateway connection: Shard ID None WebSocket closed with 4004"
+    )
+    assert_clean(bot.output)
+
+
 def test_defect_a_gateway_that_does_not_answer_after_the_login_is_tried_again_not_a_traceback(
     migrated: str, tmp_path: Path
 ) -> None:

@@ -35,14 +35,19 @@ class LoopbackDiscord:
     otherwise. Each request is recorded, with the moment it was answered.
 
     With ``ready`` (the READY event's data), ``/gateway`` is a gateway too: HELLO, then READY
-    after the client identifies, heartbeats acknowledged; each frame the client sends is kept
-    in ``received``."""
+    after the client identifies (or, with ``close_code``, the connection closed with that
+    code), heartbeats acknowledged; each frame the client sends is kept in ``received``."""
 
     def __init__(
-        self, routes: Mapping[tuple[str, str], tuple[int, Any]], *, ready: dict[str, Any] | None = None
+        self,
+        routes: Mapping[tuple[str, str], tuple[int, Any]],
+        *,
+        ready: dict[str, Any] | None = None,
+        close_code: int | None = None,
     ) -> None:
         self.routes = dict(routes)
         self.ready = ready
+        self.close_code = close_code
         self.received: list[dict[str, Any]] = []
         self.requests: list[Seen] = []
         self.port = 0
@@ -65,7 +70,9 @@ class LoopbackDiscord:
         async for message in socket:
             frame = json.loads(message.data)
             self.received.append(frame)
-            if frame["op"] == 2:  # IDENTIFY
+            if frame["op"] == 2 and self.close_code is not None:  # IDENTIFY, refused
+                await socket.close(code=self.close_code, message=b"Authentication failed.")
+            elif frame["op"] == 2:  # IDENTIFY
                 await socket.send_json({"op": 0, "t": "READY", "s": 1, "d": self.ready})
             elif frame["op"] == 1:  # HEARTBEAT
                 await socket.send_json({"op": 11, "d": None, "s": None, "t": None})
