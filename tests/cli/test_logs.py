@@ -125,6 +125,7 @@ def test_the_token_and_the_database_password_never_reach_a_line(
     log.warning(message)
     log.warning("in an extra", extra={"header": f"Bot {TOKEN}"})
     log.warning("a url: %s", f"mysql+asyncmy://someone:{PASSWORD}@elsewhere/db")
+    log.warning("GET %s", "http://127.0.0.1:8080/api/v10/users/@me")
     log.warning(
         "an unknown token-shaped value: %s", "Nzk5OTk5OTk5OTk5OTk5OTk5.GxYzAb.abcdefghijklmnopqrstuvwxyz0"
     )
@@ -141,11 +142,12 @@ def test_the_token_and_the_database_password_never_reach_a_line(
             "the message itself holds *** and ***",
             "in an extra",
             "a url: mysql+asyncmy://someone:***@elsewhere/db",
+            "GET http://127.0.0.1:8080/api/v10/users/@me",
             "an unknown token-shaped value: ***",
             "connect failed",
         ]
         assert records[2]["header"] == "Bot ***"
-        assert records[5]["exception"].endswith("ConnectionError: refused for *** with ***")
+        assert records[6]["exception"].endswith("ConnectionError: refused for *** with ***")
     else:
         lines = [line.split(" ", 2)[2] for line in text.splitlines() if line.startswith("20")]
         assert lines == [
@@ -153,6 +155,7 @@ def test_the_token_and_the_database_password_never_reach_a_line(
             "WARNING discord.http: the message itself holds *** and ***",
             "WARNING discord.http: in an extra",
             "WARNING discord.http: a url: mysql+asyncmy://someone:***@elsewhere/db",
+            "WARNING discord.http: GET http://127.0.0.1:8080/api/v10/users/@me",
             "WARNING discord.http: an unknown token-shaped value: ***",
             "ERROR discord.http: connect failed",
         ]
