@@ -61,6 +61,10 @@ from wiring.services import Services, assemble
 
 log = logging.getLogger(__name__)
 
+TOKEN_REFUSED = "Discord refused the token in DISCORD_TOKEN (it is not a valid bot token)"
+# The gateway's close code for a token it does not accept (the REST login's is a 401).
+GATEWAY_TOKEN_REFUSED = 4004
+
 # Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
 EXTENSIONS = ("bot.cues", "bot.cogs.events")
 
@@ -291,15 +295,16 @@ async def run_bot(config: Config, token: str, retry: Retry | None = None) -> Non
         raise StartupError("guild_id is not set in the config: the bot serves exactly one server; set its id")
     retry = retry or Retry()
     engine = create_engine(config.database_url)
-    logins: list[str] = []
+    announced = False
 
     async def serve() -> None:
+        nonlocal announced
         bot = create_bot(config, engine)
         try:
             await _login(bot, token)
-            if not logins:  # once, not again after each gateway that did not answer
+            if not announced:  # once, not again after each gateway that did not answer
                 log.info("logged in as %s; serving guild %s", bot.user, config.guild_id)
-            logins.append(str(bot.user))
+                announced = True
             await _connect(bot)
         finally:
             # Each attempt builds its own bot and closes it whole (its HTTP session with it),
@@ -321,10 +326,14 @@ async def _connect(bot: EventBot) -> None:
     it has had one. ``Unreachable`` when the first one fails."""
     try:
         await bot.connect(reconnect=True)
-    except discord.ClientException as exc:
-        # The gateway closed with a code discord.py does not reconnect after (4004: the token
-        # was refused; 4013/4014: intents): waiting will not change Discord's answer.
-        raise StartupError(f"Discord closed the gateway connection: {exc}"[:300]) from None
+    except discord.ConnectionClosed as exc:
+        # A close code discord.py does not reconnect after: waiting will not change Discord's answer.
+        if exc.code == GATEWAY_TOKEN_REFUSED:
+            raise StartupError(TOKEN_REFUSED) from None
+        reason = f": {exc.reason}" if exc.reason else ""
+        raise StartupError(f"Discord closed the gateway connection (code {exc.code}){reason}"[:300]) from None
+    except discord.ClientException as exc:  # e.g. PrivilegedIntentsRequired (4014)
+        raise StartupError(f"Discord refused the gateway connection: {exc}"[:300]) from None
     except AttributeError as exc:
         if bot.ws is not None:
             raise
@@ -369,8 +378,6 @@ async def _login(client: discord.Client, token: str) -> None:
     try:
         await client.login(token)
     except discord.LoginFailure:
-        raise StartupError(
-            "Discord refused the token in DISCORD_TOKEN (it is not a valid bot token)"
-        ) from None
+        raise StartupError(TOKEN_REFUSED) from None
     except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
         raise _discord_failure(exc, "Discord did not accept the login") from None

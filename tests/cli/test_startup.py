@@ -407,10 +407,7 @@ def test_a_token_the_gateway_refuses_is_one_line_at_once_with_no_retry(migrated:
         identified = [frame for frame in discord_api.received if frame["op"] == 2]
     assert code == 1
     assert len(identified) == 1, "no retry"
-    assert (
-        bot.lines[-1]
-        == "error: Discord closed the gateway connection: Shard ID None WebSocket closed with 4004"
-    )
+    assert bot.lines[-1] == "error: Discord refused the token in DISCORD_TOKEN (it is not a valid bot token)"
     assert_clean(bot.output)
 
 
