@@ -82,7 +82,9 @@ def discord_unreachable(exc: BaseException) -> Unreachable | None:
     if isinstance(exc, discord.DiscordServerError) or (
         isinstance(exc, discord.HTTPException) and exc.status == 429
     ):
-        return Unreachable("Discord", f"Discord answered {exc.status} {exc.text or ''}".strip()[:200])
+        # The status and its phrase only: a 502's body is often a proxy's whole HTML page.
+        phrase = getattr(exc.response, "reason", None) or ""
+        return Unreachable("Discord", f"Discord answered {exc.status} {phrase}".strip())
     if isinstance(exc, TimeoutError):
         return Unreachable("Discord", "no answer in time")
     if isinstance(exc, aiohttp.ClientConnectorError):

@@ -9,6 +9,7 @@ waits below are generous deadlines, not how long a test takes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import queue
@@ -454,3 +455,24 @@ def test_run_on_a_sqlite_file_in_a_missing_directory_fails_in_one_line_without_r
     assert result.err == (
         f"error: cannot use the database at {url}: the directory {tmp_path / 'no-such-dir'} does not exist\n"
     )
+
+
+def test_sync_reports_a_discord_outage_by_its_status_alone(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, discord_at: Callable[[str], None]
+) -> None:
+    """A 502 in front of Discord's API answers an HTML page; the line says the status."""
+    monkeypatch.setenv("DISCORD_TOKEN", TOKEN)
+    monkeypatch.setattr(asyncio, "sleep", _no_wait(asyncio.sleep))  # discord.py's own retries of a 5xx
+    outage = (502, {"message": "<html>" + "x" * 500 + "</html>", "code": 0})
+    with LoopbackDiscord({("GET", "/users/@me"): outage}) as discord_api:
+        discord_at(discord_api.base)
+        result = cli("sync", "--guild", str(GUILD))
+    assert result.code == 1
+    assert result.err == "error: cannot reach Discord: Discord answered 502 Bad Gateway\n"
+
+
+def _no_wait(sleep: Callable[[float], Any]) -> Callable[[float], Any]:
+    async def short(delay: float, *args: Any) -> Any:
+        return await sleep(min(delay, 0.01), *args)
+
+    return short
