@@ -18,7 +18,7 @@ import pytest
 
 from cli import logs
 from cli.common import load_config
-from tests.cli.conftest import REPO, Cli, write_yaml
+from tests.cli.conftest import Cli, write_yaml
 
 TOKEN = "MTIzNDU2Nzg5MDEyMzQ1Njc4OTA.GhIjKl.token-that-must-never-appear-in-a-log"
 PASSWORD = "pa55-w0rd/with:odd@chars"
@@ -195,9 +195,4 @@ def test_the_eventbot_script_is_the_command_line(tmp_path: Path) -> None:
     shown = subprocess.run([script, "--help"], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert shown.returncode == 0
     assert shown.stdout.startswith("usage: eventbot [-h]")
-    example = REPO / "examples" / "invasion.yaml"
-    checked = subprocess.run(
-        [script, "validate", example], capture_output=True, text=True, cwd=tmp_path, timeout=60
-    )
-    assert checked.returncode == 0, checked.stderr
-    assert checked.stdout.endswith("1 valid, 0 invalid\n")
+    assert "COMMAND" in shown.stdout and "rehearse" in shown.stdout and "run" in shown.stdout
