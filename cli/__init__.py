@@ -30,6 +30,8 @@ from cli.common import (
 )
 from cli.database import cmd_migrate, cmd_runs
 from cli.definitions import cmd_publish, cmd_validate
+from cli.health import DESCRIPTION as HEALTH_DESCRIPTION
+from cli.health import cmd_health
 from cli.rehearse import cmd_rehearse
 from cli.serve import cmd_run, cmd_sync
 from cli.upcoming import DEFAULT_COUNT, cmd_upcoming
@@ -247,6 +249,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     runs.add_argument("--json", action="store_true", help="one JSON object per run")
     _add_database(runs, "read this database")
+
+    health = command(
+        "health",
+        "check the database, the bot processes and the runs; exit code 0 when healthy",
+        HEALTH_DESCRIPTION,
+        cmd_health,
+    )
+    health.add_argument("--json", action="store_true", help="one JSON object, for tools")
+    _add_database(health, "check this database")
 
     upcoming = command(
         "upcoming",
