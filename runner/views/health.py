@@ -185,12 +185,20 @@ class HealthReport:
         if not self.database.reachable or not self.database.schema_current:
             return []
         found: list[str] = []
-        for process in self.processes:
-            if not process.alive:
-                found.append(
-                    f"process {process.owner} on {process.host} has not been seen for "
-                    f"{duration_text(process.seen_ago(self.checked_at))}: it stopped without closing, or hangs"
-                )
+        dead = [p for p in self.processes if not p.alive]
+        if len(dead) == 1:
+            (process,) = dead
+            found.append(
+                f"process {process.owner} on {process.host} has not been seen for "
+                f"{duration_text(process.seen_ago(self.checked_at))}: it stopped without closing, or hangs"
+            )
+        elif dead:
+            # One line for them all: a crash loop leaves a row per restart.
+            longest = max(p.seen_ago(self.checked_at) for p in dead)
+            found.append(
+                f"{len(dead)} processes have not been seen for a while (up to {duration_text(longest)}): "
+                "they stopped without closing, or hang"
+            )
         degraded = self.unwell_total - sum(r.health == "stalled" for r in self.unwell)
         if degraded > 0:
             found.append(

@@ -164,6 +164,13 @@ async def test_a_process_that_stopped_beating_is_dead_and_with_none_alive_it_is_
     assert report.healthy and [p.owner for p in report.live] == ["other:2"]
     assert len(report.warnings) == 1
 
+    # Several dead are summed up in one line (a crash loop leaves a row per restart).
+    await _heartbeat(world, "third:3", ManualClock(T0 - dt.timedelta(minutes=10))).beat()
+    report = await health(world.engine, late + dt.timedelta(seconds=1), interval_seconds=INTERVAL)
+    assert report.warnings == [
+        "2 processes have not been seen for a while (up to 11 min): they stopped without closing, or hang"
+    ]
+
 
 async def test_a_process_whose_ticks_run_late_is_a_problem(world: World) -> None:
     beat = _heartbeat(world)

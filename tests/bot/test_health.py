@@ -1,0 +1,150 @@
+"""``/event health`` through the real bot in simcord: a healthy answer, a channel the bot may not
+post in named, stuck runs listed, a member without a staff role refused, and the answer within
+Discord's limits however many runs and processes there are."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import discord
+import sqlalchemy as sa
+
+from actions import limits
+from runner.clock import ManualClock
+from runner.heartbeat import Heartbeat
+from runner.schema import runs
+from tests.bot.conftest import TICK, Sim
+from tests.support.world import World, phase, step
+
+
+def _field(embed: discord.Embed, prefix: str) -> discord.embeds._EmbedFieldProxy:
+    (found,) = [f for f in embed.fields if (f.name or "").startswith(prefix)]
+    return found
+
+
+async def _health(sim: Sim) -> discord.Embed:
+    result = await sim.mod.slash(sim.staff, "event health")
+    assert result.ephemeral
+    (embed,) = result.response.embeds
+    return embed
+
+
+def _within_limits(embed: discord.Embed) -> None:
+    assert len(embed) <= limits.EMBED_TOTAL_MAX
+    assert len(embed.title or "") <= limits.EMBED_TITLE_MAX
+    assert len(embed.description or "") <= limits.EMBED_DESCRIPTION_MAX
+    assert len(embed.fields) <= limits.EMBED_FIELDS_MAX
+    for field in embed.fields:
+        assert len(field.name or "") <= limits.EMBED_FIELD_NAME_MAX
+        assert 0 < len(field.value or "") <= limits.EMBED_FIELD_VALUE_MAX
+
+
+async def _set_run(sim: Sim, run_id: int, **values: object) -> None:
+    async with sim.engine.begin() as conn:
+        await conn.execute(sa.update(runs).where(runs.c.id == run_id).values(**values))
+
+
+async def test_a_healthy_bot_says_so_with_its_own_process_and_every_channel(sim: Sim) -> None:
+    await sim.env.advance_time(TICK)
+    embed = await _health(sim)
+    assert embed.title == "✅ Health: healthy"
+    assert embed.description == "Nothing is wrong."
+    owner = sim.bot.services.runner.owner
+    processes = _field(embed, "Processes")
+    assert processes.name == "Processes (1 alive of 1)"
+    assert processes.value.startswith(f"🟢 `{owner}` (this process) — seen <t:")
+    assert processes.value.endswith("; holds nothing")
+    channels = _field(embed, "Channels")
+    assert channels.name == "Channels (6 of 6 fine)"
+    assert channels.value == "✅ 6 channels: the bot may view, send and embed in each."
+    assert _field(embed, "Database").value.startswith("sqlite · ")
+    assert _field(embed, "Discord").value.startswith("gateway latency ")
+    assert _field(embed, "Runs stalled or degraded").value == "None."
+    assert _field(embed, "Runs due but not picked up").value == "None."
+    assert embed.footer.text == f"Checked by {owner}"
+
+
+async def test_a_channel_where_the_bot_may_not_send_is_named(sim: Sim) -> None:
+    me = sim.bot.get_guild(sim.guild.id).me
+    await sim.bot.get_channel(sim.gm_cues.id).set_permissions(me, send_messages=False)
+    await sim.env.advance_time(TICK)
+    embed = await _health(sim)
+    assert embed.title == "❌ Health: 1 problem"
+    problem = f"#gm_cues (GM cues): the bot is missing Send Messages in #gm-cues ({sim.gm_cues.id})"
+    assert embed.description == f"❌ {problem}"
+    channels = _field(embed, "Channels")
+    assert channels.name == "Channels (5 of 6 fine)"
+    assert channels.value == f"❌ {problem}"
+
+
+async def test_a_stalled_and_a_degraded_run_are_listed(sim: Sim) -> None:
+    """The run is started, then marked as the tick would mark it (nobody advances it): the health
+    answer lists it under the runs, stalled first, and counts it as a problem; a degraded one is a
+    warning only."""
+    await sim.mod.slash(sim.staff, "event start", definition="raid")
+    await _set_run(sim, 1, health="stalled", wake_at=None)
+    embed = await _health(sim)
+    assert embed.title == "❌ Health: 1 problem"
+    assert embed.description == "❌ 1 run stalled: nobody has advanced it when due"
+    unwell = _field(embed, "Runs stalled or degraded")
+    assert unwell.name == "Runs stalled or degraded (1)"
+    assert unwell.value == "`1` Harbour Raid — running, stalled"
+
+    await _set_run(sim, 1, health="degraded", last_error="step 1 (Call to arms) failed: Discord said no")
+    embed = await _health(sim)
+    assert embed.title == "⚠️ Health: healthy, with warnings"
+    assert embed.description == "⚠️ 1 run degraded: a step failed or was retried, and the run carried on"
+    assert _field(embed, "Runs stalled or degraded").value == (
+        "`1` Harbour Raid — running, degraded\n  ↳ step 1 (Call to arms) failed: Discord said no"
+    )
+
+
+async def test_a_member_without_a_staff_role_is_refused(sim: Sim) -> None:
+    result = await sim.player.slash(sim.general, "event health")
+    assert result.ephemeral
+    assert "You need one of these roles to use the event commands" in result.response.content
+    assert not result.response.embeds
+    gm = await sim.gm.slash(sim.staff, "event health")
+    assert gm.response.embeds[0].title.endswith("healthy"), "any staff capability may read it"
+
+
+async def test_the_answer_fits_discords_limits_with_many_runs_and_processes(sim: Sim) -> None:
+    """Sixty stuck runs with long scopes and errors, sixty processes with the longest owners
+    (half of them dead), and a channel refused: every part is within Discord's limits, and what
+    did not fit is counted rather than cut."""
+    now = sim.now()
+    for index in range(60):
+        seen = now - dt.timedelta(minutes=10 if index % 2 else 0)
+        beat = Heartbeat(sim.engine, f"{'h' * 50}:{index:05d}:{index:06x}", ManualClock(seen), interval=TICK)
+        assert await beat.beat()
+    world = World(sim.engine)
+    ids = []
+    for index in range(60):
+        run_id = await world.seed_run([phase("main", step("test.a"))], scope=f"{'s' * 150}{index}")
+        await _set_run(
+            sim,
+            run_id,
+            status="running",
+            health="stalled" if index % 2 else "degraded",
+            last_error="e" * 500,
+            wake_at=now - dt.timedelta(hours=1) if index % 3 == 0 else None,
+        )
+        ids.append(run_id)
+    me = sim.bot.get_guild(sim.guild.id).me
+    await sim.bot.get_channel(sim.announcements.id).set_permissions(me, send_messages=False)
+
+    embed = await _health(sim)
+    _within_limits(embed)
+    assert embed.title == "❌ Health: 3 problems"
+    assert "❌ 30 runs stalled: nobody has advanced them when due" in (embed.description or "")
+    unwell = _field(embed, "Runs stalled or degraded")
+    assert unwell.name == "Runs stalled or degraded (60)"
+    assert "more" in (unwell.value or "") and (unwell.value or "").endswith("(60 in all)")
+    assert _field(embed, "Runs due but not picked up").name == "Runs due but not picked up (20)"
+    assert "⚠️ 30 processes have not been seen for a while (up to 10 min)" in (embed.description or "")
+    processes = _field(embed, "Processes")
+    assert processes.name == "Processes (31 alive of 61)"
+    owner = sim.bot.services.runner.owner
+    assert (processes.value or "").startswith(f"🟢 `{owner}` (this process)"), "the one answering first"
+    assert (processes.value or "").endswith(" more")
+    assert _field(embed, "Channels").name == "Channels (5 of 6 fine)"
