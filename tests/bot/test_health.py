@@ -13,6 +13,7 @@ from actions import limits
 from runner.clock import ManualClock
 from runner.heartbeat import Heartbeat
 from runner.schema import runs
+from runner.views import HealthReport, health
 from tests.bot.conftest import TICK, Sim
 from tests.support.world import World, phase, step
 
@@ -148,3 +149,16 @@ async def test_the_answer_fits_discords_limits_with_many_runs_and_processes(sim:
     assert (processes.value or "").startswith(f"🟢 `{owner}` (this process)"), "the one answering first"
     assert (processes.value or "").endswith(" more")
     assert _field(embed, "Channels").name == "Channels (5 of 6 fine)"
+
+
+async def test_a_bot_that_closes_cleanly_leaves_no_heartbeat_behind(sim: Sim) -> None:
+    """Closing the bot deletes its row, so health does not list it as a process that died."""
+    await sim.env.advance_time(TICK)
+    owner = sim.bot.services.runner.owner
+    assert [p.owner for p in (await _health_report(sim)).processes] == [owner]
+    await sim.bot.close()
+    assert (await _health_report(sim)).processes == []
+
+
+async def _health_report(sim: Sim) -> HealthReport:
+    return await health(sim.engine, sim.now(), interval_seconds=TICK)
