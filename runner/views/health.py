@@ -20,6 +20,7 @@ healthy (a degraded run carries on; a process that died is taken over when its l
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -233,7 +234,10 @@ def overdue_after(interval_seconds: float) -> float:
     return max(OVERDUE_INTERVALS * interval_seconds, OVERDUE_FLOOR_SECONDS)
 
 
+@functools.cache
 def schema_head() -> str | None:
+    """The newest migration this code has (read from the scripts once: it cannot change while
+    the process runs, and reading them costs tens of milliseconds)."""
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
