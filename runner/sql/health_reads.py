@@ -109,13 +109,13 @@ async def overdue_wakes(
 
 
 async def count_overdue_wakes(conn: AsyncConnection, now: dt.datetime, before: dt.datetime) -> int:
-    """How many runs ``overdue_wakes`` would list without its limit."""
+    """How many runs ``overdue_wakes`` would list without its limit. No status condition, for
+    the planner's sake: ``wake_at`` is only ever set on a tickable run."""
     query = (
         sa.select(sa.func.count())
         .select_from(runs)
         .where(
             runs.c.wake_at < before,
-            runs.c.status.in_(RUN_TICKABLE),
             sa.or_(runs.c.claim_expires_at.is_(None), runs.c.claim_expires_at < now),
         )
     )

@@ -10,10 +10,12 @@ import discord
 import sqlalchemy as sa
 
 from actions import limits
+from bot.health import BotHealth, ChannelCheck, health_embed
 from runner.clock import ManualClock
 from runner.heartbeat import Heartbeat
 from runner.schema import runs
 from runner.views import HealthReport, health
+from runner.views.health import DatabaseHealth
 from tests.bot.conftest import TICK, Sim
 from tests.support.world import World, phase, step
 
@@ -162,3 +164,21 @@ async def test_a_bot_that_closes_cleanly_leaves_no_heartbeat_behind(sim: Sim) ->
 
 async def _health_report(sim: Sim) -> HealthReport:
     return await health(sim.engine, sim.now(), interval_seconds=TICK)
+
+
+def test_a_database_that_cannot_be_reached_is_said_in_the_title_and_the_rest_still_checked() -> None:
+    """The view answers an unreachable database rather than raising; the embed says so, leaves
+    out what needs the database, and still shows the channels the bot checked on its own."""
+    report = HealthReport(
+        dt.datetime(2026, 9, 2, 12),
+        DatabaseHealth(False, "mariadb", error='OperationalError: (2003, "Can\'t connect")'),
+    )
+    found = BotHealth(report, "box:1:ab", 0.042, [ChannelCheck("staff_log", "staff log", [])], None)
+    embed = health_embed(found)
+    assert embed.title == "❌ Health: 1 problem"
+    assert (
+        embed.description == '❌ the database cannot be reached: OperationalError: (2003, "Can\'t connect")'
+    )
+    assert [f.name for f in embed.fields] == ["Database", "Discord", "Channels (1 of 1 fine)"]
+    assert embed.fields[0].value == "cannot be reached"
+    assert embed.fields[1].value == "gateway latency 42 ms"
