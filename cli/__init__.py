@@ -6,7 +6,8 @@ command that needs it, and passed down.
 
 Exit codes: 0 done; 1 what was asked for did not succeed (an invalid definition, a rehearsal that
 did not complete, a missing token, an unreachable database); 2 a usage or configuration error
-(a bad config, or a ``--database`` URL that cannot be used).
+(a bad config, or a ``--database`` URL that cannot be used). ``health`` answers 1 for a problem
+found and 3 for a database it cannot reach, so a monitor tells the two apart.
 """
 
 from __future__ import annotations
