@@ -21,6 +21,7 @@ import discord
 
 from actions import limits
 from bot.app import EventBot
+from bot.clock import as_utc
 from bot.rendering import clip, fit, fit_list, timestamp
 from bot.scheduled_events import listing_status_line
 from runner.views import HealthReport, health
@@ -184,7 +185,10 @@ def health_embed(found: BotHealth) -> discord.Embed:
     description = (
         fit_list("", said, DESCRIPTION_ROOM, sep="\n", item_max=500) if said else "Nothing is wrong."
     )
-    embed = discord.Embed(title=title, description=description, colour=colour)
+    # Discord shows the moment of the check in each reader's own time zone.
+    embed = discord.Embed(
+        title=title, description=description, colour=colour, timestamp=as_utc(report.checked_at)
+    )
 
     database = report.database
     if database.reachable:

@@ -65,6 +65,7 @@ async def test_a_healthy_bot_says_so_with_its_own_process_and_every_channel(sim:
     assert _field(embed, "Runs stalled or degraded").value == "None."
     assert _field(embed, "Runs due but not picked up").value == "None."
     assert embed.footer.text == f"Checked by {owner}"
+    assert embed.timestamp == sim.env.now(), "the moment of the check"
 
 
 async def test_a_channel_where_the_bot_may_not_send_is_named(sim: Sim) -> None:
