@@ -17,6 +17,7 @@ from runner.schema import runs
 from runner.views import HealthReport, health
 from runner.views.health import DatabaseHealth
 from tests.bot.conftest import TICK, Sim
+from tests.bot.test_scheduled_events import mirrored_spec
 from tests.support.world import World, phase, step
 
 
@@ -183,3 +184,22 @@ def test_a_database_that_cannot_be_reached_is_said_in_the_title_and_the_rest_sti
     assert [f.name for f in embed.fields] == ["Database", "Discord", "Channels (1 of 1 fine)"]
     assert embed.fields[0].value == "cannot be reached"
     assert embed.fields[1].value == "gateway latency 42 ms"
+
+
+async def test_manage_events_missing_for_a_mirrored_event_is_a_problem(sim: Sim) -> None:
+    """The mirror's own check, reused: an event listed in the Events tab and a bot role without
+    Manage Events."""
+    backend = sim.env.backend
+    bot_role = next(r for r in backend.get_guild(sim.guild.id).roles.values() if r.managed)
+    perms = discord.Permissions(bot_role.permissions)
+    perms.manage_events = False
+    backend.edit_role(sim.guild.id, bot_role.id, {"permissions": perms.value})
+    await sim.env.settle()
+    embed = await _health(sim)
+    assert embed.title == "✅ Health: healthy", "nothing is mirrored yet: Manage Events is not needed"
+
+    await sim.publish(mirrored_spec(sim))
+    embed = await _health(sim)
+    assert embed.title == "❌ Health: 1 problem"
+    assert (embed.description or "").startswith("❌ Events tab: the bot lacks the Manage Events permission")
+    assert (embed.description or "").endswith("(mirrored: quiz)")
