@@ -3,7 +3,7 @@
 What the row says, and how ``health`` reads it:
 
 * ``last_seen``: the end of the last tick that beat. A beat is written at most once per tick
-  interval (one upsert), however often nudges make the loop tick; a process whose row stops
+  interval (one upsert; ``BEAT_SLACK`` early at most), however often nudges make the loop tick; a process whose row stops
   moving for ``DEAD_AFTER_INTERVALS`` of its own intervals has died or hangs.
 * ``tick_lag_ms``: **tick lag**, the most any tick since the previous beat started after the
   moment it was due. A tick is due when the loop's sleep after the one before runs out (the
@@ -40,6 +40,9 @@ DEAD_AFTER_INTERVALS = 3
 # comes after it.
 DEAD_AFTER_FLOOR_SECONDS = 30.0
 PRUNE_AFTER = dt.timedelta(days=1)
+# A beat is due a little before a whole interval has passed: an idle loop ticks once an interval,
+# and a tick a millisecond early must not skip its beat (leaving ``last_seen`` two intervals old).
+BEAT_SLACK = 0.1
 
 
 def dead_after(interval_seconds: float) -> dt.timedelta:
@@ -91,7 +94,7 @@ class Heartbeat:
             return False
         if self._last_beat is None or now < self._last_beat:
             return True
-        return (now - self._last_beat).total_seconds() >= self.interval
+        return (now - self._last_beat).total_seconds() >= self.interval * (1 - BEAT_SLACK)
 
     async def beat(self) -> bool:
         """Write the row if a beat is due; True when one was written. Never raises."""

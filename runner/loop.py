@@ -116,13 +116,13 @@ class RunnerLoop:
             return self.interval
         self.state.ticks += 1
         self.state.last_report = report
-        await self._beat(started, delay)
         self._last_error = None
         if self.state.database_down_since is not None:
             down_for = self._monotonic() - self.state.database_down_since
             log.warning("database reachable again after %.1f s; ticking resumes", down_for)
             self.state.database_down_since = None
             self._failed_ticks = 0
+        await self._beat(started, delay)
         return delay
 
     async def _beat(self, started: dt.datetime, delay: float) -> None:
