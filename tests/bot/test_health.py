@@ -203,3 +203,20 @@ async def test_manage_events_missing_for_a_mirrored_event_is_a_problem(sim: Sim)
     assert embed.title == "❌ Health: 1 problem"
     assert (embed.description or "").startswith("❌ Events tab: the bot lacks the Manage Events permission")
     assert (embed.description or "").endswith("(mirrored: quiz)")
+
+
+async def test_the_bot_beats_once_per_tick_interval_however_often_it_ticks(sim: Sim) -> None:
+    """A minute of an idle bot is a beat an interval, and a burst of commands (each nudging a
+    tick) adds none."""
+    ticker = sim.bot.ticker
+    assert ticker is not None
+    before_beats = ticker.heartbeat.beats
+    await sim.env.advance_time(60)
+    assert ticker.heartbeat.beats - before_beats == 60 / TICK
+    before_beats, before_ticks = ticker.heartbeat.beats, ticker.ticks
+    await sim.mod.slash(sim.staff, "event start", definition="raid")
+    for _ in range(2):
+        await sim.mod.slash(sim.staff, "event pause", run=1)
+        await sim.mod.slash(sim.staff, "event resume", run=1)
+    assert ticker.ticks > before_ticks, "the controls nudged ticks"
+    assert ticker.heartbeat.beats == before_beats, "nudged ticks within the interval write nothing"
