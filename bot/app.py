@@ -203,6 +203,8 @@ class EventBot(commands.Bot):
                 loop.cancel()
         # Runs started here and still being driven finish their step (or give the run back).
         await self.services.runner.aclose()
+        if self.ticker is not None:
+            await self.ticker.aclose()
         await super().close()
 
 

@@ -24,6 +24,7 @@ import discord
 from discord.ext import tasks
 
 from runner.engine import Runner
+from runner.heartbeat import Heartbeat
 from runner.loop import RunnerLoop
 
 log = logging.getLogger(__name__)
@@ -139,7 +140,9 @@ class Ticker:
     ) -> None:
         # A wake already past after a tick (a run another process holds) waits RunnerLoop's
         # ``stuck_delay`` rather than spinning; a nudge still runs the next tick at once.
-        self.serving = RunnerLoop(runner, interval=interval)
+        # This process's row in ``runner_processes`` (``health`` reads it), beaten by the loop.
+        self.heartbeat = Heartbeat(runner.engine, runner.owner, runner.clock, interval=interval)
+        self.serving = RunnerLoop(runner, interval=interval, heartbeat=self.heartbeat)
         self.after_tick = after_tick
         self.loop = WakeableLoop(self.tick_once, interval=interval, name="eventbot-tick", before=before)
 
@@ -148,6 +151,11 @@ class Ticker:
 
     def cancel(self) -> None:
         self.loop.cancel()
+
+    async def aclose(self) -> None:
+        """Stop ticking and delete this process's heartbeat row: it is gone, not dead."""
+        self.loop.cancel()
+        await self.heartbeat.stop()
 
     def nudge(self) -> None:
         self.loop.nudge()

@@ -6,7 +6,8 @@ command that needs it, and passed down.
 
 Exit codes: 0 done; 1 what was asked for did not succeed (an invalid definition, a rehearsal that
 did not complete, a missing token, an unreachable database); 2 a usage or configuration error
-(a bad config, or a ``--database`` URL that cannot be used).
+(a bad config, or a ``--database`` URL that cannot be used). ``health`` answers 1 for a problem
+found and 3 for a database it cannot reach, so a monitor tells the two apart.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from cli.common import (
 )
 from cli.database import cmd_migrate, cmd_runs
 from cli.definitions import cmd_publish, cmd_validate
+from cli.health import DESCRIPTION as HEALTH_DESCRIPTION
+from cli.health import cmd_health
 from cli.rehearse import cmd_rehearse
 from cli.serve import cmd_run, cmd_sync
 from cli.upcoming import DEFAULT_COUNT, cmd_upcoming
@@ -269,6 +272,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     runs.add_argument("--json", action="store_true", help="one JSON object per run")
     _add_database(runs, "read this database")
+
+    health = command(
+        "health",
+        "check the database, the bot processes and the runs; exit code 0 when healthy",
+        HEALTH_DESCRIPTION,
+        cmd_health,
+    )
+    health.add_argument("--json", action="store_true", help="one JSON object, for tools")
+    _add_database(health, "check this database")
 
     upcoming = command(
         "upcoming",

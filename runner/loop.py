@@ -27,6 +27,7 @@ from typing import Protocol
 from runner.clock import Clock
 from runner.db import DATABASE_ERRORS, backoff_delay
 from runner.engine import TickReport
+from runner.heartbeat import Heartbeat
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +66,13 @@ class RunnerLoop:
         backoff_jitter: float = 0.0,
         sleep: Sleep = asyncio.sleep,
         monotonic: Callable[[], float] = time.monotonic,
+        heartbeat: Heartbeat | None = None,
     ) -> None:
         self.runner = runner
+        # This process's row in ``runner_processes``: the front ends that serve (the bot) pass one.
+        self.heartbeat = heartbeat
+        # When the next tick is due: the end of the last one plus the sleep it chose.
+        self._due_at: dt.datetime | None = None
         self._sleep = sleep
         self._monotonic = monotonic
         self.interval = interval
@@ -98,8 +104,10 @@ class RunnerLoop:
             report = await self.runner.tick()
             delay = await self._delay_until_next_wake(started)
         except DATABASE_ERRORS as exc:
+            self._due_at = None  # the backoff is no lag
             return self._database_failed(exc)
         except Exception as exc:
+            self._due_at = None
             self.state.failures += 1
             text = f"{type(exc).__name__}: {exc}"
             if text != self._last_error:
@@ -114,7 +122,17 @@ class RunnerLoop:
             log.warning("database reachable again after %.1f s; ticking resumes", down_for)
             self.state.database_down_since = None
             self._failed_ticks = 0
+        await self._beat(started, delay)
         return delay
+
+    async def _beat(self, started: dt.datetime, delay: float) -> None:
+        """Tell the heartbeat how late this tick ran and how long it took; it writes at most
+        once per interval, and never raises."""
+        finished = self.runner.clock.now()
+        due, self._due_at = self._due_at, finished + dt.timedelta(seconds=delay)
+        if self.heartbeat is not None:
+            self.heartbeat.ticked(started, due, finished)
+            await self.heartbeat.beat()
 
     def _database_failed(self, exc: BaseException) -> float:
         self.state.failures += 1

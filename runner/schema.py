@@ -50,6 +50,7 @@ __all__ = [
     "listings",
     "live_messages",
     "metadata",
+    "processes",
     "run_log",
     "runs",
     "steps",
@@ -280,4 +281,25 @@ live_messages = sa.Table(
     sa.Column("updated_at", _utc_datetime(), nullable=False),
     # The start-up reconcile reads the open messages only.
     sa.Index("idx_evlive_closed", "closed"),
+)
+
+processes = sa.Table(
+    "runner_processes",
+    metadata,
+    # One row per serving process (a bot), written by its loop at most once per tick interval and
+    # deleted when it closes cleanly; the key is the runner's owner string, the one its leases
+    # carry, so what a process holds is read from the leases themselves. A row whose last_seen
+    # stops moving is a process that died or hangs.
+    sa.Column("owner", sa.String(64), primary_key=True),
+    sa.Column("host", sa.String(64), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("started_at", _utc_datetime(), nullable=False),
+    sa.Column("last_seen", _utc_datetime(), nullable=False),
+    # Its own tick interval: each row is judged alive by its own rhythm.
+    sa.Column("interval_ms", sa.Integer, nullable=False),
+    # The last tick, the most any tick since the previous heartbeat started after it was due,
+    # and the longest of those ticks (whole milliseconds: one type on both backends).
+    sa.Column("last_tick_at", _utc_datetime(), nullable=True),
+    sa.Column("tick_lag_ms", sa.Integer, nullable=True),
+    sa.Column("tick_ms", sa.Integer, nullable=True),
 )

@@ -1,5 +1,5 @@
-"""``/event``: start, rehearse, pause, resume, cancel, retry, skip, status, list, upcoming,
-validate and publish (whose reading, replies and buttons are ``bot.publishing``'s).
+"""``/event``: start, rehearse, pause, resume, cancel, retry, skip, status, health, list,
+upcoming, validate and publish (whose reading, replies and buttons are ``bot.publishing``'s).
 
 Thin on purpose: each callback parses, calls one function of the engine (``Controls`` or a view),
 and renders the answer. Who may run what is checked by the tree before any callback runs
@@ -26,6 +26,7 @@ from bot import rendering
 from bot.app import EventBot
 from bot.cue_messages import mark_settled, settled_text
 from bot.errors import BotError, reply_to_error
+from bot.health import bot_health, health_embed
 from bot.permissions import actor_of, admit
 from bot.publishing import PublishButton, publish_upload, validate_upload
 from bot.scheduled_events import listing_status_line
@@ -295,6 +296,15 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[int]]:
         return await self._run_choices(current, in_flight_only=False)
+
+    @app_commands.command(
+        name="health",
+        description="Is the runner doing its job: database, bot processes, channel permissions, stuck runs",
+        extras=READ,
+    )
+    async def health(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        await reply(interaction, embed=health_embed(await bot_health(self.bot)))
 
     @app_commands.command(name="list", description="Published events and the runs in flight", extras=READ)
     async def list_(self, interaction: discord.Interaction) -> None:

@@ -8,7 +8,8 @@ read, and this module is its public face (front ends name ``runner.views``, not 
   the current definition a start preflights;
 - ``step_context``: ``step_describer``, where a step sits, for the text of its messages;
 - ``log``: a run's history and the run-log feed (``log_for_run``, ``latest_log_id``, ``log_after``);
-- ``live``: what a run's live message in the staff channel shows, and where it is (``live_message_of``).
+- ``live``: what a run's live message in the staff channel shows, and where it is (``live_message_of``);
+- ``health``: the database, the serving processes and the runs that are not well (``health``).
 """
 
 from runner.views.definitions import (
@@ -18,6 +19,7 @@ from runner.views.definitions import (
     list_definitions,
     upcoming,
 )
+from runner.views.health import HealthReport, health
 from runner.views.live import (
     HumanAction,
     LiveMessages,
@@ -45,6 +47,7 @@ from runner.views.step_context import StepContext, step_describer
 
 __all__ = [
     "DefinitionSummary",
+    "HealthReport",
     "HumanAction",
     "LiveMessages",
     "LiveRow",
@@ -60,6 +63,7 @@ __all__ = [
     "WaitKind",
     "Waiting",
     "current_definition",
+    "health",
     "latest_log_id",
     "list_definitions",
     "list_runs",

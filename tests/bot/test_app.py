@@ -83,6 +83,7 @@ async def test_sync_publishes_the_event_group_globally_or_to_one_guild(sim: Sim)
         "cancel",
         "skip",
         "status",
+        "health",
         "list",
         "upcoming",
         "validate",

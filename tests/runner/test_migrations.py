@@ -18,7 +18,9 @@ from runner.migrate import alembic_config, current_revision, drift, upgrade
 from runner.schema import run_log, runs, steps
 from runner.sql import runs as runs_sql
 
-HEAD = "0006"
+HEAD = "0008"
+# What revisions after 0006 add: a database at 0006 or before lacks these too.
+LATER = [("add_table", "runner_processes")]
 
 
 async def _tables(engine: AsyncEngine) -> set[str]:
@@ -172,9 +174,12 @@ async def test_0005_adds_the_listings_table_and_its_downgrade_drops_it(empty_eng
     assert "event_run_listings" not in await _tables(empty_engine)
     await _alembic(empty_engine, "upgrade", "0005")
     assert "event_run_listings" in await _tables(empty_engine)
-    # 0006's table (and its index) is the only thing a database at 0005 lacks.
+    # 0006's table (and its index) is the only thing a database at 0005 lacks, beside later ones.
     missing = [(d[0], d[1].name) for d in await drift(empty_engine)]
-    assert missing == [("add_table", "event_run_live_messages"), ("add_index", "idx_evlive_closed")]
+    assert [m for m in missing if m not in LATER] == [
+        ("add_table", "event_run_live_messages"),
+        ("add_index", "idx_evlive_closed"),
+    ]
     await _alembic(empty_engine, "downgrade", "0004")
     assert "event_run_listings" not in await _tables(empty_engine)
 
@@ -186,10 +191,24 @@ async def test_0006_adds_the_live_messages_table_and_its_downgrade_drops_it(
     assert "event_run_live_messages" not in await _tables(empty_engine)
     await _alembic(empty_engine, "upgrade", "0006")
     assert "event_run_live_messages" in await _tables(empty_engine)
-    assert await drift(empty_engine) == []
+    # Only the later revisions' tables are missing.
+    assert [(d[0], d[1].name) for d in await drift(empty_engine)] == LATER
     await _alembic(empty_engine, "downgrade", "0005")
     assert "event_run_live_messages" not in await _tables(empty_engine)
     assert "event_run_listings" in await _tables(empty_engine)
+
+
+async def test_0008_adds_the_runner_processes_table_and_its_downgrade_drops_it(
+    empty_engine: AsyncEngine,
+) -> None:
+    await _alembic(empty_engine, "upgrade", "0006")
+    assert "runner_processes" not in await _tables(empty_engine)
+    await _alembic(empty_engine, "upgrade", "0008")
+    assert "runner_processes" in await _tables(empty_engine)
+    assert await drift(empty_engine) == []
+    await _alembic(empty_engine, "downgrade", "0006")
+    assert "runner_processes" not in await _tables(empty_engine)
+    assert "event_run_live_messages" in await _tables(empty_engine)
 
 
 async def test_0004_downgrades_to_the_labels_and_the_old_occurrence_key(empty_engine: AsyncEngine) -> None:
