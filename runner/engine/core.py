@@ -149,9 +149,6 @@ class Lease:
     # What the drive knew when it stopped at a step not yet due (the run, its open steps):
     # a drive that resumes at that moment under the same lease starts from it.
     known: tuple[RunRecord, list[StepRecord]] | None = None
-    # The latest instant the step just claimed under this lease may start its action: its claim
-    # plus the lease's margin, so the action's whole budget still fits inside the step's lease.
-    start_by: dt.datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -62,21 +62,6 @@ class Stepping(Phasing):
         if not claimed and not await self._claim_step(lease, step):
             # Paused or cancelled underneath us, or a human settled this step: look again.
             return Go.REREAD
-        if lease.start_by is not None and self.clock.now() > lease.start_by:
-            # This process was held up (a stalled loop, a starved host) for longer than the
-            # lease's margin since it claimed the step: started now, the action could outlive
-            # the lease and run beside another process's reclaim of it. The step is left claimed
-            # and unstarted; the reclaim hands it back when the lease runs out.
-            log.warning(
-                "run %s step %s: not started, %s after its claim (the margin is %s s); "
-                "it is handed back when its lease runs out",
-                run.id,
-                step.id,
-                self.clock.now() - (lease.start_by - self._margin()),
-                self.settings.step_lease_margin_seconds,
-                extra={"run_id": run.id, "step_id": step.id},
-            )
-            return Go.REREAD
         report.steps_dispatched += 1
         envelope = step_envelope(run, step)
         outcome = await perform(self.registry, envelope, step.action_id)
@@ -110,9 +95,6 @@ class Stepping(Phasing):
                 extra=ids,
             )
 
-    def _margin(self) -> dt.timedelta:
-        return dt.timedelta(seconds=self.settings.step_lease_margin_seconds)
-
     @retry_on_conflict
     async def _claim_step(self, lease: Lease, step: StepRecord) -> bool:
         async with self.engine.begin() as conn:
@@ -124,9 +106,8 @@ class Stepping(Phasing):
         """Lease the step (renewing the run's lease first when the step could outlast it)."""
         action = self.registry.get(step.action_id)
         budget = (action.budget_ms if action else 1000) / 1000
-        margin = self._margin()
+        margin = dt.timedelta(seconds=self.settings.step_lease_margin_seconds)
         step_lease = now + dt.timedelta(seconds=budget) + margin
-        lease.start_by = now + margin
         if lease.until < step_lease + margin:
             lease.until = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
             await run_leases.renew_claim(conn, lease.run_id, self.owner, lease.until)
