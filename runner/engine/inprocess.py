@@ -62,6 +62,9 @@ class InProcess(Advancing):
         run = started.run
         assert run.claim_expires_at is not None
         lease = Lease(run.id, run.claim_expires_at, run.nudges)
+        # ``handover`` leased the run for the step's lease plus a run lease: the step's is that.
+        step_lease = run.claim_expires_at - dt.timedelta(seconds=self.settings.run_lease_seconds)
+        lease.claimed[started.steps[0].id] = step_lease
         self._spawn(run.id, self._drive_here(lease, started))
 
     async def _drive_here(self, lease: Lease, started: catalog.StartedHere) -> None:
