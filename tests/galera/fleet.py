@@ -114,6 +114,11 @@ class Fleet:
         }
 
 
+def _grown(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """How much each counter grew; a node restarted meanwhile counts from zero again."""
+    return {k: v - before.get(k, 0) if v >= before.get(k, 0) else v for k, v in after.items()}
+
+
 def _last_counts(path: Path) -> dict[str, int]:
     found: dict[str, int] = {}
     if not path.exists():
@@ -169,9 +174,7 @@ async def run_fleet(
             await child.kill()
         await watcher.dispose()
     after = node_counters(cluster) if cluster else {}
-    node_conflicts = {
-        node: {k: after[node][k] - before.get(node, {}).get(k, 0) for k in after[node]} for node in after
-    }
+    node_conflicts = {node: _grown(before.get(node, {}), counts) for node, counts in after.items()}
     return Fleet(
         seconds=seconds,
         statuses=statuses,
