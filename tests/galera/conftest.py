@@ -63,6 +63,10 @@ async def own_galera_database(cluster: GaleraCluster) -> AsyncIterator[GaleraDat
     engine = create_engine(database.urls[0])
     try:
         await upgrade(engine)
+    except Exception as exc:
+        # Say what the cluster looked like, for a failure seen only on a loaded CI machine.
+        states = {n.index: cluster.node_state(n.index) for n in cluster.nodes}
+        raise AssertionError(f"migrating {name} through node 0 failed: {exc!r}; nodes: {states}") from exc
     finally:
         await engine.dispose()
     try:

@@ -236,6 +236,10 @@ class GaleraCluster:
         self._log(f"node {index} rejoined in {took:.1f}s (recovered position {position})")
         return took
 
+    def node_state(self, index: int) -> dict[str, str]:
+        """The node's wsrep state and cluster size ({} when it does not answer)."""
+        return self._wsrep(self.nodes[index])
+
     def status(self, index: int, *names: str) -> dict[str, str]:
         """``SHOW GLOBAL STATUS`` values on one node (e.g. ``wsrep_local_cert_failures``)."""
         wanted = ",".join(f"'{n}'" for n in names)
