@@ -101,17 +101,20 @@ async def test_a_node_killed_mid_run_and_restarted_every_run_finishes_exactly_on
         ):
             struck["rejoined_in"] = round(galera_cluster.restart(KILLED_NODE), 1)
 
-    fleet = await run_fleet(
-        galera_cluster,
-        galera_database.urls,
-        tmp_path,
-        options=KILL_CHILD,
-        finish_within=240,
-        during=strike,
-        watch_url=galera_database.urls[0],
-    )
-    if "rejoined_in" not in struck and "killed_at" in struck:
-        struck["rejoined_in"] = round(galera_cluster.restart(KILLED_NODE), 1)
+    try:
+        fleet = await run_fleet(
+            galera_cluster,
+            galera_database.urls,
+            tmp_path,
+            options=KILL_CHILD,
+            finish_within=240,
+            during=strike,
+            watch_url=galera_database.urls[0],
+        )
+    finally:
+        # Whatever happened, the session's cluster is whole again for the tests after this one.
+        if "rejoined_in" not in struck and "killed_at" in struck:
+            struck["rejoined_in"] = round(galera_cluster.restart(KILLED_NODE), 1)
 
     verdict = Verdict()
     verdict.check("killed_at" in struck, "the runs ended before the node could be killed")
