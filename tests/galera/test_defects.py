@@ -155,3 +155,50 @@ async def test_defect_galera_a_listing_pass_whose_commit_lost_a_conflict_still_p
         assert (change.external_id, change.fresh) == ("55", False)
     finally:
         await engine.dispose()
+
+
+async def test_defect_galera_a_publish_that_lost_a_conflict_at_commit_is_retried_not_refused(
+    galera_cluster: GaleraCluster, galera_database: GaleraDatabase
+) -> None:
+    """Publishing writes the definition's row, and every write to one of its runs (a runner's
+    claim on another node) references that row: on one server the runner's write only makes the
+    publish wait; on Galera it is certified first and the publish's COMMIT is refused, so
+    publishing failed with a raw 1213."""
+    from runner.schema import runs as runs_table
+    from runner.schema import versions
+    from tests.runner.test_listings import HOUR, T0, occurrence, published, spec
+
+    engine = create_engine(galera_database.urls[1])
+    try:
+        first = await published(engine, spec())
+        run_id = await occurrence(engine, first, T0 + HOUR)
+        touched: list[bool] = []
+
+        @event.listens_for(engine.sync_engine, "commit")
+        def runner_on_node_0_first(_conn: Any) -> None:
+            if not touched:
+                touched.append(True)
+                galera_cluster.execute_sql(
+                    0,
+                    "SET SESSION wsrep_sync_wait = 1; "
+                    f"UPDATE `{galera_database.name}`.{runs_table.name} "
+                    f"SET updated_at = updated_at + INTERVAL 1 SECOND WHERE id = {run_id};",
+                )
+
+        retried = CONFLICTS.retried
+        second = await published(engine, spec(title="Pub Quiz Night"))
+        assert touched and CONFLICTS.retried > retried, "the publish's COMMIT lost a conflict and was retried"
+        assert second.changed and second.version == first.version + 1
+        async with engine.connect() as conn:
+            numbers = (
+                (
+                    await conn.execute(
+                        sa.select(versions.c.version).where(versions.c.definition_id == first.definition_id)
+                    )
+                )
+                .scalars()
+                .all()
+            )
+        assert sorted(numbers) == [1, 2], f"one new version, whatever the retry: {numbers}"
+    finally:
+        await engine.dispose()
