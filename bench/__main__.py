@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 
-from bench import fanout, idle, memory, peers, schedule, throughput, timeliness
+from bench import fanout, galera, idle, memory, peers, schedule, throughput, timeliness
 from bench.backends import Backend, make_backend
 from bench.report import machine, table
 from bench.results import Options, Result
@@ -29,7 +29,11 @@ BENCHMARKS = {
     "memory": memory.run,
     "peers": peers.run,
     "schedule": schedule.run,
+    # Beside the mariadb backend only: runner processes on a three-node cluster of its own
+    # (minutes, so only when asked for: --only galera).
+    "galera": galera.run,
 }
+DEFAULT = [name for name in BENCHMARKS if name != "galera"]
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -38,7 +42,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=5, help="repeats per figure (median); default 5")
     parser.add_argument("--quick", action="store_true", help="a fast smoke pass: fewer samples and repeats")
     parser.add_argument(
-        "--only", default=",".join(BENCHMARKS), help=f"comma-separated subset of: {', '.join(BENCHMARKS)}"
+        "--only",
+        default=",".join(DEFAULT),
+        help=f"comma-separated subset of: {', '.join(BENCHMARKS)} (default: all but galera)",
     )
     parser.add_argument("--details", action=argparse.BooleanOptionalAction, default=True)
     args = parser.parse_args(argv)

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import definitions as defs
 from runner import history, lifecycle, schedule
+from runner.db import retry_on_conflict
 from runner.definitions import REHEARSAL_KEY_PREFIX, EventDefinition
 from runner.errors import UnknownDefinition, UnreadableDefinition
 from runner.records import RunRecord, StepRecord
@@ -39,6 +40,7 @@ class Published:
     changed: bool
 
 
+@retry_on_conflict
 async def publish(
     engine: AsyncEngine,
     definition: EventDefinition,
@@ -52,6 +54,9 @@ async def publish(
     Identical content to the latest version is a no-op. The caller validates first
     (``definitions.validate``), so nothing invalid ever reaches this table. ``actor``: a name
     (the command line's) or, from Discord, the member, whose id the history keeps with it.
+
+    One transaction, retried when it loses a conflict: it re-points the occurrences not yet
+    started, rows a runner on another Galera node may be writing at the same moment.
     """
     content_hash = definition.content_hash()
     async with engine.begin() as conn:

@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner.catalog import VersionCache
 from runner.clock import Clock
+from runner.db import retry_on_conflict
 from runner.definitions import EventDefinition
 from runner.definitions.model import (
     DISCORD_EVENT_DESCRIPTION_MAX,
@@ -176,8 +177,20 @@ class ListingService:
     _version_seen: int | None = None
     last: PassReport = field(default_factory=PassReport)
 
+    @retry_on_conflict
     async def due(self) -> list[Work]:
         """Claim every listing that needs a push now (see the module docstring)."""
+        kept = (self._scanned, set(self._not_mirrored), self._cursor, self._version_seen)
+        try:
+            return await self._claim_due()
+        except BaseException:
+            # The pass's COMMIT failed (on Galera, a conflict certified at COMMIT), so none of its
+            # claims stand: the log lines and horizon it consumed must be read again, or the
+            # changes in them would never reach Discord.
+            self._scanned, self._not_mirrored, self._cursor, self._version_seen = kept
+            raise
+
+    async def _claim_due(self) -> list[Work]:
         now = self.clock.now()
         report = PassReport()
         work: list[Work] = []
@@ -314,11 +327,13 @@ class ListingService:
             attempts=int(before["attempts"]) + 1,
         )
 
+    @retry_on_conflict
     async def created(self, work: Work, external_id: str) -> None:
         """Discord created the event: keep its id before anything else can go wrong."""
         async with self.engine.begin() as conn:
             await sql.store_external_id(conn, work.desired.run_id, self.owner, external_id, self.clock.now())
 
+    @retry_on_conflict
     async def settle(
         self, work: Work, external_id: str | None, status: str, *, digest: str | None = None
     ) -> None:
@@ -334,6 +349,7 @@ class ListingService:
                 now=self.clock.now(),
             )
 
+    @retry_on_conflict
     async def fail(self, work: Work, error: str) -> None:
         now = self.clock.now()
         backoff = min(self.retry_seconds * 2 ** max(work.attempts - 1, 0), 3600.0)

@@ -2,12 +2,13 @@
 
     python3 scripts/test.py [pytest arguments]
 
-Creates .venv with the project and its test extras, installs Debian's mariadb-server where the
-machine can have it (root with apt-get) so the MariaDB tests have a server binary to start (the
-tests start their own throwaway ``mariadbd`` on loopback with its own data directory, and stop
-it), lints, type-checks (mypy, strict on runner/ and actions/: the ``[tool.mypy]`` section of
+Creates .venv with the project and its test extras, installs Debian's mariadb-server, galera-4
+and rsync where the machine can have them (root with apt-get) so the MariaDB tests have a server
+binary to start and the Galera tests a cluster (the tests start their own throwaway ``mariadbd``
+on loopback with its own data directory, and a three-node Galera cluster of their own, and stop
+them), lints, type-checks (mypy, strict on runner/ and actions/: the ``[tool.mypy]`` section of
 pyproject.toml), then runs pytest. A lint or type error fails the command before any test runs.
-In CI (``CI`` set) a MariaDB test that cannot reach its server fails rather than skips.
+In CI (``CI`` set) a MariaDB or Galera test that cannot reach its server fails rather than skips.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from _bootstrap import BIN, ROOT, ensure_venv, say
 
 SERVER_BINARIES = ("mariadbd", "mysqld")
 SBIN_DIRS = ("/usr/sbin", "/usr/libexec", "/usr/local/sbin")
+# The Galera provider library (Debian's galera-4) and rsync, the joiners' state transfer.
+GALERA_PROVIDERS = ("/usr/lib/galera/libgalera_smm.so", "/usr/lib/galera-4/libgalera_smm.so")
+PACKAGES = ("mariadb-server", "mariadb-client", "galera-4", "rsync")
 
 
 def have_mariadb() -> bool:
@@ -31,19 +35,24 @@ def have_mariadb() -> bool:
     )
 
 
+def have_galera() -> bool:
+    return any(Path(p).exists() for p in GALERA_PROVIDERS) and shutil.which("rsync") is not None
+
+
 def provision_mariadb() -> None:
-    if have_mariadb():
+    if have_mariadb() and have_galera():
         return
     if os.name != "posix" or os.geteuid() != 0 or shutil.which("apt-get") is None:
         say(
-            "no MariaDB server binary and no way to install one here: the MariaDB tests will skip (fail in CI)"
+            "no MariaDB server binary, Galera provider or rsync, and no way to install them here: "
+            "the MariaDB and Galera tests will skip (fail in CI)"
         )
         return
-    say("installing Debian's mariadb-server (for the throwaway test server)")
+    say("installing Debian's " + ", ".join(PACKAGES) + " (for the throwaway test server and cluster)")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
     subprocess.run(
-        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "mariadb-server", "mariadb-client"],
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES],
         check=True,
         env=env,
     )

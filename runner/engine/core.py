@@ -149,6 +149,9 @@ class Lease:
     # What the drive knew when it stopped at a step not yet due (the run, its open steps):
     # a drive that resumes at that moment under the same lease starts from it.
     known: tuple[RunRecord, list[StepRecord]] | None = None
+    # The lease each step claim of this drive wrote, by step id: read (``claims.Claims``) only
+    # once the claim's COMMIT returned, to check the lease still covers the action's budget.
+    claimed: dict[int, dt.datetime] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

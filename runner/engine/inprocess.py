@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner import catalog
+from runner.db import retry_on_conflict
 from runner.engine.advance import Advancing
 from runner.engine.core import Lease, TickReport, log
 from runner.lifecycle import Handover
@@ -62,6 +63,9 @@ class InProcess(Advancing):
         run = started.run
         assert run.claim_expires_at is not None
         lease = Lease(run.id, run.claim_expires_at, run.nudges)
+        # ``handover`` leased the run for the step's lease plus a run lease: the step's is that.
+        step_lease = run.claim_expires_at - dt.timedelta(seconds=self.settings.run_lease_seconds)
+        lease.claimed[started.steps[0].id] = step_lease
         self._spawn(run.id, self._drive_here(lease, started))
 
     async def _drive_here(self, lease: Lease, started: catalog.StartedHere) -> None:
@@ -96,12 +100,16 @@ class InProcess(Advancing):
         covered = wake + dt.timedelta(seconds=self.settings.step_lease_margin_seconds)
         if lease.until < covered:
             until = wake + dt.timedelta(seconds=self.settings.run_lease_seconds)
-            async with self.engine.begin() as conn:
-                if not await run_leases.renew_claim(conn, lease.run_id, self.owner, until):
-                    return False
+            if not await self._renew(lease.run_id, until):
+                return False
             lease.until = until
         self._spawn(lease.run_id, self._resume_at(lease, wake, lease.known))
         return True
+
+    @retry_on_conflict
+    async def _renew(self, run_id: int, until: dt.datetime) -> bool:
+        async with self.engine.begin() as conn:
+            return await run_leases.renew_claim(conn, run_id, self.owner, until)
 
     async def _resume_at(
         self, lease: Lease, wake: dt.datetime, known: tuple[RunRecord, list[StepRecord]]

@@ -23,7 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from runner.db import retry_on_conflict
 from runner.definitions import EventDefinition
 from runner.dispatch import Classified, perform
-from runner.engine.core import Lease, RunnerBase, TickReport, log, step_envelope
+from runner.engine.claims import Claims, lease_kept_on_rollback
+from runner.engine.core import Lease, TickReport, log, step_envelope
 from runner.history import ReminderFailed, ReminderSent, ReminderSkip, ReminderSkipped, StepRetry, record
 from runner.records import DueRun, RunRecord, StepRecord
 from runner.sql import reminders as reminders_sql
@@ -46,7 +47,7 @@ async def skip_at_start(conn: AsyncConnection, run_id: int, now: dt.datetime) ->
     return len(skipped)
 
 
-class Reminding(RunnerBase):
+class Reminding(Claims):
     def _is_reminder_visit(self, due: DueRun, now: dt.datetime) -> bool:
         return due.status is RunStatus.SCHEDULED and due.scheduled_for is not None and due.scheduled_for > now
 
@@ -144,6 +145,8 @@ class Reminding(RunnerBase):
         started, ended or changed hands, or the reminder was settled by someone else."""
         if not await self._claim_reminder(lease, step):
             return False
+        if not await self._still_leased(lease, step):
+            return False
         report.steps_dispatched += 1
         envelope = step_envelope(run, step)
         outcome = await perform(self.registry, envelope, step.action_id)
@@ -153,17 +156,19 @@ class Reminding(RunnerBase):
     @retry_on_conflict
     async def _claim_reminder(self, lease: Lease, step: StepRecord) -> bool:
         now = self.clock.now()
-        action = self.registry.get(step.action_id)
-        budget = (action.budget_ms if action else 1000) / 1000
         margin = dt.timedelta(seconds=self.settings.step_lease_margin_seconds)
-        step_lease = now + dt.timedelta(seconds=budget) + margin
-        async with self.engine.begin() as conn:
-            if lease.until < step_lease + margin:
-                lease.until = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
-                await run_leases.renew_claim(conn, lease.run_id, self.owner, lease.until)
-            return await reminders_sql.claim(
-                conn, step.id, run_id=lease.run_id, owner=self.owner, lease_until=step_lease, now=now
-            )
+        step_lease = self._step_lease(step, now)
+        with lease_kept_on_rollback(lease):
+            async with self.engine.begin() as conn:
+                if lease.until < step_lease + margin:
+                    lease.until = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
+                    await run_leases.renew_claim(conn, lease.run_id, self.owner, lease.until)
+                claimed = await reminders_sql.claim(
+                    conn, step.id, run_id=lease.run_id, owner=self.owner, lease_until=step_lease, now=now
+                )
+                if claimed:
+                    lease.claimed[step.id] = step_lease
+                return claimed
 
     @retry_on_conflict
     async def _settle_reminder(

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from runner.db import retry_on_conflict
 from runner.definitions import EventDefinition
 from runner.dispatch import Classified, perform
+from runner.engine.claims import Claims, lease_kept_on_rollback
 from runner.engine.core import Go, Lease, Orphaned, Stop, TickReport, Verdict, log, step_envelope
 from runner.engine.phases import Phasing
 from runner.history import (
@@ -42,7 +43,7 @@ class _Then:
     last: bool
 
 
-class Stepping(Phasing):
+class Stepping(Phasing, Claims):
     async def _run_step(
         self,
         lease: Lease,
@@ -58,9 +59,12 @@ class Stepping(Phasing):
         """Claim (unless the previous settle already did), perform, settle. The settle's
         transaction also claims ``following`` when it is due (``Go.NEXT_CLAIMED``), or, after
         the phase's last open step, closes the phase (``Go.CROSSED``, ``Go.ENDED``): one
-        transaction per step, each step's claim committed before its action runs."""
+        transaction per step, each step's claim committed before its action runs, and acted on
+        only while its lease covers the action (``claims``)."""
         if not claimed and not await self._claim_step(lease, step):
             # Paused or cancelled underneath us, or a human settled this step: look again.
+            return Go.REREAD
+        if not await self._still_leased(lease, step):
             return Go.REREAD
         report.steps_dispatched += 1
         envelope = step_envelope(run, step)
@@ -97,21 +101,22 @@ class Stepping(Phasing):
 
     @retry_on_conflict
     async def _claim_step(self, lease: Lease, step: StepRecord) -> bool:
-        async with self.engine.begin() as conn:
-            return await self._claim_in(conn, lease, step, self.clock.now())
+        with lease_kept_on_rollback(lease):
+            async with self.engine.begin() as conn:
+                return await self._claim_in(conn, lease, step, self.clock.now())
 
     async def _claim_in(
         self, conn: AsyncConnection, lease: Lease, step: StepRecord, now: dt.datetime
     ) -> bool:
-        """Lease the step (renewing the run's lease first when the step could outlast it)."""
+        """Lease the step (renewing the run's lease first when the step could outlast it).
+        The caller's transaction must be wrapped in ``lease_kept_on_rollback``."""
         action = self.registry.get(step.action_id)
-        budget = (action.budget_ms if action else 1000) / 1000
         margin = dt.timedelta(seconds=self.settings.step_lease_margin_seconds)
-        step_lease = now + dt.timedelta(seconds=budget) + margin
+        step_lease = self._step_lease(step, now)
         if lease.until < step_lease + margin:
             lease.until = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
             await run_leases.renew_claim(conn, lease.run_id, self.owner, lease.until)
-        return await step_leases.claim(
+        claimed = await step_leases.claim(
             conn,
             step.id,
             run_id=lease.run_id,
@@ -120,12 +125,28 @@ class Stepping(Phasing):
             now=now,
             action_version=action.version if action else None,
         )
+        if claimed:
+            lease.claimed[step.id] = step_lease
+        return claimed
 
     @retry_on_conflict
     async def _settle(
         self, lease: Lease, run: RunRecord, step: StepRecord, attempts: int, outcome: Classified, then: _Then
     ) -> Verdict | Orphaned:
         now = self.clock.now()
+        with lease_kept_on_rollback(lease):
+            return await self._settle_in_one(lease, run, step, attempts, outcome, then, now)
+
+    async def _settle_in_one(
+        self,
+        lease: Lease,
+        run: RunRecord,
+        step: StepRecord,
+        attempts: int,
+        outcome: Classified,
+        then: _Then,
+        now: dt.datetime,
+    ) -> Verdict | Orphaned:
         async with self.engine.begin() as conn, written_together(conn) as batch:
             if run.health is Health.STALLED:
                 # Before anything this settle degrades: ``degrade`` only moves ``ok``.

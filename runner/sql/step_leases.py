@@ -78,6 +78,26 @@ async def claim(
     return result.rowcount == 1
 
 
+async def stretch(
+    conn: AsyncConnection,
+    step_id: int,
+    owner: str,
+    *,
+    held_until: dt.datetime,
+    lease_until: dt.datetime,
+    now: dt.datetime,
+) -> bool:
+    """Move the lease of a step we claimed from ``held_until`` to ``lease_until``, only while
+    the row still holds exactly the lease our claim wrote: a reclaim, a human settle or another
+    runner's claim since then changed it, and we are told 0. Moves the column it guards on."""
+    result = await conn.execute(
+        sa.update(steps)
+        .where(_leased_by(step_id, owner), steps.c.claim_expires_at == held_until)
+        .values(claim_expires_at=lease_until, updated_at=now)
+    )
+    return result.rowcount == 1
+
+
 def _leased_by(step_id: int, owner: str) -> sa.ColumnElement[bool]:
     return sa.and_(
         steps.c.id == step_id,

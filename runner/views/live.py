@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from runner import catalog, history
+from runner.db import retry_on_conflict
 from runner.history import Actor, Entry, RunEnding
 from runner.records import RunRecord
 from runner.sql import live_messages as live_sql
@@ -321,6 +322,7 @@ class LiveMessages:
         async with self.engine.connect() as conn:
             return await live_sql.count_open(conn)
 
+    @retry_on_conflict
     async def claim(
         self, run_id: int, channel_id: int, now: dt.datetime, until: dt.datetime
     ) -> LiveRow | None:
@@ -333,24 +335,29 @@ class LiveMessages:
             before = await live_sql.claim_unposted(conn, run_id, self.owner, until, now)
         return None if before is None else _row(before)
 
+    @retry_on_conflict
     async def posted(self, run_id: int, message_id: int, digest: str, closed: bool, now: dt.datetime) -> bool:
         async with self.engine.begin() as conn:
             return await live_sql.store_posted(
                 conn, run_id, self.owner, message_id=str(message_id), digest=digest, closed=closed, now=now
             )
 
+    @retry_on_conflict
     async def release(self, run_id: int, retry_at: dt.datetime, now: dt.datetime) -> None:
         async with self.engine.begin() as conn:
             await live_sql.release(conn, run_id, self.owner, retry_at, now)
 
+    @retry_on_conflict
     async def edited(self, run_id: int, message_id: int, digest: str, closed: bool, now: dt.datetime) -> None:
         async with self.engine.begin() as conn:
             await live_sql.store_edit(conn, run_id, str(message_id), digest=digest, closed=closed, now=now)
 
+    @retry_on_conflict
     async def forget(self, run_id: int, message_id: int, now: dt.datetime) -> None:
         async with self.engine.begin() as conn:
             await live_sql.forget_message(conn, run_id, str(message_id), now)
 
+    @retry_on_conflict
     async def close(self, run_id: int, now: dt.datetime) -> None:
         async with self.engine.begin() as conn:
             await live_sql.close(conn, run_id, now)

@@ -23,7 +23,8 @@ the race test *prove* that a second dispatch of a step came after the first one'
 rather than assume it.
 
 The process prints ``ready`` on stdout once its engine answers, stops cleanly on SIGTERM, and
-writes a ``stats`` line (ticks, failures, outages of its loop) every second.
+writes a ``stats`` line (ticks, failures, outages of its loop, and the lock or certification
+conflicts its transactions retried or gave up on: ``runner.db.CONFLICTS``) every second.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from runner.clock import utcnow
-from runner.db import create_engine, is_sqlite
+from runner.db import CONFLICTS, create_engine, is_sqlite
 from runner.engine import Runner, RunnerSettings
 from runner.loop import RunnerLoop
 from runner.registry import Action, ActionRegistry, Envelope
@@ -228,7 +229,11 @@ async def serve(args: argparse.Namespace) -> None:
         while True:
             await asyncio.sleep(1.0)
             journal.write(
-                "stats", ticks=loop.state.ticks, failures=loop.state.failures, outages=loop.state.outages
+                "stats",
+                ticks=loop.state.ticks,
+                failures=loop.state.failures,
+                outages=loop.state.outages,
+                **CONFLICTS.as_dict(),
             )
 
     reporter = asyncio.create_task(stats())
@@ -237,7 +242,11 @@ async def serve(args: argparse.Namespace) -> None:
     finally:
         reporter.cancel()
         journal.write(
-            "stopped", ticks=loop.state.ticks, failures=loop.state.failures, outages=loop.state.outages
+            "stopped",
+            ticks=loop.state.ticks,
+            failures=loop.state.failures,
+            outages=loop.state.outages,
+            **CONFLICTS.as_dict(),
         )
         journal.close()
         await engine.dispose()

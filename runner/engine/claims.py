@@ -1,0 +1,78 @@
+"""Acting on a step claim only while its lease still covers the action.
+
+A claim is won when its transaction's COMMIT returns, not when its UPDATE matched. The lease it
+wrote was computed before that (``now + budget + margin``), and a COMMIT can take seconds: a
+Galera cluster holds every commit while it drops a node that died (seconds, up to its
+``evs.inactive_timeout``), and a loaded server can stall too. Acting on a claim whose lease ran
+out while its COMMIT waited would dispatch a step another runner may already be reclaiming. So
+before the action goes, the lease left must cover the action's whole budget; if it does not, the
+lease is stretched by a compare-and-set on the very lease the claim wrote (refused if anyone
+touched the step since), and if even that comes back too late, the step is left to the reclaim.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import Iterator
+
+from runner.db import retry_on_conflict
+from runner.engine.core import Lease, RunnerBase, log
+from runner.records import StepRecord
+from runner.sql import step_leases
+
+# A stretch whose own COMMIT comes back too late is tried again this many times at most.
+STRETCHES = 3
+
+
+@contextlib.contextmanager
+def lease_kept_on_rollback(lease: Lease) -> Iterator[None]:
+    """A transaction that renews the run lease sets ``lease.until`` before its COMMIT; if that
+    COMMIT fails (a conflict the caller retries), the renewal never happened, so neither may the
+    lease's memory of it, or the retry would skip the renewal it still needs."""
+    until, claimed = lease.until, dict(lease.claimed)
+    try:
+        yield
+    except BaseException:
+        lease.until, lease.claimed = until, claimed
+        raise
+
+
+class Claims(RunnerBase):
+    def _budget(self, step: StepRecord) -> dt.timedelta:
+        action = self.registry.get(step.action_id)
+        return dt.timedelta(milliseconds=action.budget_ms if action else 1000)
+
+    def _step_lease(self, step: StepRecord, now: dt.datetime) -> dt.datetime:
+        return now + self._budget(step) + dt.timedelta(seconds=self.settings.step_lease_margin_seconds)
+
+    async def _still_leased(self, lease: Lease, step: StepRecord) -> bool:
+        """True when the action may go now: the lease our committed claim wrote (or a stretch of
+        it) outlasts the action's budget from this instant."""
+        held = lease.claimed.pop(step.id, None)
+        if held is None:
+            return True  # a claim made elsewhere (a test's); nothing to check it against
+        budget = self._budget(step)
+        for _ in range(STRETCHES):
+            now = self.clock.now()
+            if held - now >= budget:
+                return True
+            stretched = self._step_lease(step, now)
+            if not await self._stretch(step.id, held, stretched, now):
+                break
+            held = stretched
+        log.warning(
+            "run %s step %s: its claim committed too late to act on (lease until %s); left for the reclaim",
+            lease.run_id,
+            step.id,
+            held.isoformat(),
+            extra={"run_id": lease.run_id, "step_id": step.id},
+        )
+        return False
+
+    @retry_on_conflict
+    async def _stretch(self, step_id: int, held: dt.datetime, until: dt.datetime, now: dt.datetime) -> bool:
+        async with self.engine.begin() as conn:
+            return await step_leases.stretch(
+                conn, step_id, self.owner, held_until=held, lease_until=until, now=now
+            )
