@@ -371,4 +371,3 @@ async def test_defect_16_a_cue_button_refuses_a_step_that_is_not_a_posted_cue(wo
     assert (await world.controls.settle_cue(cue["id"], "skip", actor="gm")).ok, "the posted cue itself may"
     again = await world.controls.settle_cue(cue["id"], "confirm", actor="gm")
     assert not again.ok and said(again) == "already skipped by gm", "an earlier cue is told what happened"
-
