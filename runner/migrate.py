@@ -9,7 +9,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner.schema import metadata
 
@@ -22,6 +22,24 @@ def alembic_config() -> Config:
     return config
 
 
+async def _causal_reads(conn: AsyncConnection, on: bool) -> None:
+    """On a Galera node, make this session's reads wait until the node has applied every write
+    the cluster committed before them (``wsrep_sync_wait = 1``), or stop doing so.
+
+    A node applies other nodes' writes a moment after they commit: right after ``migrate``
+    through node 0, node 2 could still read the old ``alembic_version``, run a migration again
+    and fail on a table that exists (seen in the cluster tests), or refuse to start the bot as
+    "schema behind". Only the schema's reads need this; elsewhere every decision is a
+    compare-and-set that the cluster certifies at COMMIT. A server without Galera has no
+    ``wsrep_on`` (or has it OFF): nothing is changed there."""
+    if conn.dialect.name not in ("mysql", "mariadb"):
+        return
+    row = (await conn.exec_driver_sql("SHOW VARIABLES LIKE 'wsrep_on'")).first()
+    name_and_value: list[Any] = list(row) if row is not None else []
+    if name_and_value[1:] and str(name_and_value[1]).upper() == "ON":
+        await conn.exec_driver_sql(f"SET SESSION wsrep_sync_wait = {1 if on else 0}")
+
+
 async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
     """``alembic upgrade head`` on ``engine``'s database."""
 
@@ -31,7 +49,11 @@ async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
         command.upgrade(config, revision)
 
     async with engine.begin() as conn:
-        await conn.run_sync(run)
+        await _causal_reads(conn, True)
+        try:
+            await conn.run_sync(run)
+        finally:
+            await _causal_reads(conn, False)
 
 
 async def drift(engine: AsyncEngine) -> list[Any]:
@@ -50,4 +72,8 @@ async def current_revision(engine: AsyncEngine) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
     async with engine.connect() as conn:
-        return await conn.run_sync(read)
+        await _causal_reads(conn, True)
+        try:
+            return await conn.run_sync(read)
+        finally:
+            await _causal_reads(conn, False)
