@@ -32,6 +32,7 @@ from runner.views.live import (
 from runner.views.log import latest_log_id, log_after, log_for_run
 from runner.views.runs import (
     PhaseView,
+    PrunedRun,
     ReminderView,
     RunSummary,
     RunView,
@@ -51,6 +52,7 @@ __all__ = [
     "LiveView",
     "PhaseView",
     "PostedLink",
+    "PrunedRun",
     "ReminderView",
     "RunSummary",
     "RunView",

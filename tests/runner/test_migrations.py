@@ -18,7 +18,14 @@ from runner.migrate import alembic_config, current_revision, drift, upgrade
 from runner.schema import run_log, runs, steps
 from runner.sql import runs as runs_sql
 
-HEAD = "0006"
+HEAD = "0007"
+# What 0007 (retention) adds: a database at an earlier revision lacks these too.
+ADDED_BY_0007 = {
+    ("add_table", "event_run_summaries"),
+    ("add_index", "idx_evrun_ended"),
+    ("add_index", "idx_evsum_ended"),
+    ("add_index", "idx_evsum_pruning"),
+}
 
 
 async def _tables(engine: AsyncEngine) -> set[str]:
@@ -174,6 +181,7 @@ async def test_0005_adds_the_listings_table_and_its_downgrade_drops_it(empty_eng
     assert "event_run_listings" in await _tables(empty_engine)
     # 0006's table (and its index) is the only thing a database at 0005 lacks.
     missing = [(d[0], d[1].name) for d in await drift(empty_engine)]
+    missing = [m for m in missing if m not in ADDED_BY_0007]
     assert missing == [("add_table", "event_run_live_messages"), ("add_index", "idx_evlive_closed")]
     await _alembic(empty_engine, "downgrade", "0004")
     assert "event_run_listings" not in await _tables(empty_engine)
@@ -186,10 +194,21 @@ async def test_0006_adds_the_live_messages_table_and_its_downgrade_drops_it(
     assert "event_run_live_messages" not in await _tables(empty_engine)
     await _alembic(empty_engine, "upgrade", "0006")
     assert "event_run_live_messages" in await _tables(empty_engine)
-    assert await drift(empty_engine) == []
+    assert {(d[0], d[1].name) for d in await drift(empty_engine)} == ADDED_BY_0007
     await _alembic(empty_engine, "downgrade", "0005")
     assert "event_run_live_messages" not in await _tables(empty_engine)
     assert "event_run_listings" in await _tables(empty_engine)
+
+
+async def test_0007_adds_the_run_summaries_and_the_ended_index_and_its_downgrade_drops_them(
+    empty_engine: AsyncEngine,
+) -> None:
+    await _alembic(empty_engine, "upgrade", "0007")
+    assert "event_run_summaries" in await _tables(empty_engine)
+    assert await drift(empty_engine) == []
+    await _alembic(empty_engine, "downgrade", "0006")
+    assert "event_run_summaries" not in await _tables(empty_engine)
+    assert {(d[0], d[1].name) for d in await drift(empty_engine)} == ADDED_BY_0007
 
 
 async def test_0004_downgrades_to_the_labels_and_the_old_occurrence_key(empty_engine: AsyncEngine) -> None:
