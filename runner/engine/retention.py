@@ -17,6 +17,7 @@ summarised, and only summarised runs lose rows.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,9 +30,10 @@ from runner.history import Entry, Kind, ending_from
 from runner.sql import retention as retention_sql
 from runner.sql.retention import Summary
 
-# Runs summarised, and runs whose rows are deleted, per pass: enough to keep up with a cron
-# every few seconds, few enough that a pass's reads stay small.
-RUNS_PER_PASS = 50
+# Runs summarised, and runs whose rows are deleted, per pass: with a pass every housekeeping
+# interval (5 s), 240 runs a minute, far more than any schedule makes (a cron runs at most every
+# 5 minutes), and few enough that a pass's reads stay a few milliseconds.
+RUNS_PER_PASS = 20
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ class Pruning(RunnerBase):
         """One bounded pass: summarise a few runs that ended before ``cutoff``, then delete at
         most ``retention_batch`` rows of summarised runs per statement."""
         summarised = await self._summarise(cutoff)
+        await asyncio.sleep(0)
         run_ids = await self._being_pruned()
         if not run_ids:
             return Pruned(summarised)
@@ -80,6 +83,9 @@ class Pruning(RunnerBase):
             retention_sql.delete_listings,
             retention_sql.delete_live_messages,
         ):
+            # Between statements, whatever fell due meanwhile goes first (on SQLite a statement
+            # runs on the event loop's thread, so a pass in one piece would hold it throughout).
+            await asyncio.sleep(0)
             deleted = await self._delete(delete, run_ids, limit)
             rows += deleted
             if deleted >= limit:
@@ -89,16 +95,25 @@ class Pruning(RunnerBase):
         finished = await self._mark_pruned(run_ids)
         return Pruned(summarised, rows, finished)
 
-    @retry_on_conflict
     async def _summarise(self, cutoff: dt.datetime) -> int:
-        now = self.clock.now()
-        async with self.engine.begin() as conn:
-            ended = await retention_sql.ended_before(conn, cutoff, RUNS_PER_PASS)
+        """Read outside any write transaction (ended runs' lines never change), then one short
+        insert: on SQLite a write transaction holds the database's one writer lock throughout."""
+        async with self.engine.connect() as conn:
+            ended = [
+                run
+                for run in await retention_sql.ended_before(conn, cutoff, RUNS_PER_PASS)
+                if run["status"] in retention_sql.TERMINAL
+            ]
             if not ended:
                 return 0
             summaries = await _summaries(conn, ended)
-            await retention_sql.insert_summaries(conn, summaries, now)
+        await self._insert_summaries(summaries)
         return len(summaries)
+
+    @retry_on_conflict
+    async def _insert_summaries(self, summaries: list[Summary]) -> None:
+        async with self.engine.begin() as conn:
+            await retention_sql.insert_summaries(conn, summaries, self.clock.now())
 
     async def _being_pruned(self) -> list[int]:
         async with self.engine.connect() as conn:
@@ -117,15 +132,16 @@ class Pruning(RunnerBase):
 
 async def _summaries(conn: AsyncConnection, ended: Sequence[retention_sql.Row]) -> list[Summary]:
     """One summary per run, from its ``run.created`` line, its last ``run.status`` line, its
-    steps and its line count: four reads for the whole batch, not four per run."""
+    steps and its line count: three reads for the whole batch, not three per run."""
     run_ids = [int(r["id"]) for r in ended]
-    created = {
-        int(r["run_id"]): Entry.from_row(r)
-        for r in await retention_sql.lines_of_kind(conn, run_ids, Kind.RUN_CREATED)
-    }
+    created: dict[int, Entry] = {}
     last_status: dict[int, Entry] = {}
-    for row in await retention_sql.lines_of_kind(conn, run_ids, Kind.RUN_STATUS):
-        last_status[int(row["run_id"])] = Entry.from_row(row)
+    for row in await retention_sql.lines_of_kind(conn, run_ids, (Kind.RUN_CREATED, Kind.RUN_STATUS)):
+        entry = Entry.from_row(row)
+        if entry.kind == Kind.RUN_CREATED:
+            created.setdefault(entry.run_id, entry)
+        else:
+            last_status[entry.run_id] = entry
     counts = await retention_sql.step_counts(conn, run_ids)
     lines = await retention_sql.log_counts(conn, run_ids)
     summaries = []

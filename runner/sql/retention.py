@@ -34,7 +34,7 @@ from runner.sql.listings import FINAL_STATUSES
 from runner.states import RUN_TERMINAL, STEP_OPEN
 
 Row = sa.RowMapping
-_TERMINAL = sorted(status.value for status in RUN_TERMINAL)
+TERMINAL = frozenset(status.value for status in RUN_TERMINAL)
 _OPEN = sorted(status.value for status in STEP_OPEN)
 # Naive UTC like every stored instant: before any run ended.
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC).replace(tzinfo=None)
@@ -79,14 +79,17 @@ async def ended_before(conn: AsyncConnection, cutoff: dt.datetime, limit: int) -
     """Ended runs with no summary yet whose end is before ``cutoff``, oldest end first. The scan
     starts at the newest end already summarised (``idx_evsum_ended``, then ``idx_evrun_ended``),
     so it never walks the runs earlier passes have done; ``>=`` keeps runs that ended at the
-    very same instant as the last one done."""
+    very same instant as the last one done.
+
+    Only a terminal move stamps ``ended_at`` and no terminal status moves again, so the range
+    is the ended runs; the caller still checks each status. Naming the statuses here would let
+    SQLite pick ``idx_evrun_due`` (status first) and walk every ended run on every pass."""
     resume = sa.select(sa.func.coalesce(sa.func.max(run_summaries.c.ended_at), _EPOCH)).scalar_subquery()
     query = (
         sa.select(runs.c.id, runs.c.status, runs.c.ended_at, runs.c.started_by, runs.c.last_error)
         .where(
             runs.c.ended_at < cutoff,
             runs.c.ended_at >= resume,
-            runs.c.status.in_(_TERMINAL),
             ~sa.exists().where(run_summaries.c.run_id == runs.c.id),
         )
         .order_by(runs.c.ended_at, runs.c.id)
@@ -95,11 +98,11 @@ async def ended_before(conn: AsyncConnection, cutoff: dt.datetime, limit: int) -
     return (await conn.execute(query)).mappings().all()
 
 
-async def lines_of_kind(conn: AsyncConnection, run_ids: Sequence[int], kind: str) -> Sequence[Row]:
-    """Every line of ``kind`` of these runs, oldest first (``idx_evlog_run``)."""
+async def lines_of_kind(conn: AsyncConnection, run_ids: Sequence[int], kinds: Sequence[str]) -> Sequence[Row]:
+    """Every line of these kinds of these runs, oldest first (``idx_evlog_run``)."""
     query = (
         sa.select(run_log)
-        .where(run_log.c.run_id.in_(list(run_ids)), run_log.c.kind == kind)
+        .where(run_log.c.run_id.in_(list(run_ids)), run_log.c.kind.in_(list(kinds)))
         .order_by(run_log.c.id)
     )
     return (await conn.execute(query)).mappings().all()
