@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 
-from bench import fanout, idle, memory, peers, retention, schedule, throughput, timeliness
+from bench import failover, fanout, idle, memory, peers, retention, schedule, throughput, timeliness
 from bench.backends import Backend, make_backend
 from bench.report import machine, table
 from bench.results import Options, Result
@@ -30,6 +30,7 @@ BENCHMARKS = {
     "peers": peers.run,
     "schedule": schedule.run,
     "retention": retention.run,
+    "failover": failover.run,
 }
 
 
