@@ -46,14 +46,14 @@ async def run(backend: Backend, options: Options) -> list[Result]:
         controls = Controls(engine, clock=SystemClock())
         with tempfile.TemporaryDirectory(prefix="eventbot-failover-") as tmp:
             workdir = Path(tmp)
-            survivor = await start_child(url, "survivor", workdir, leases)
+            pair = [
+                await start_child(url, "runner-0", workdir, leases),
+                await start_child(url, "runner-1", workdir, leases),
+            ]
+            started = 2
             try:
                 for kill in range(kills):
-                    victim = await start_child(url, f"victim-{kill}", workdir, leases)
-                    try:
-                        done = await one_round(engine, controls, victim, survivor, leases)
-                    finally:
-                        await victim.kill()
+                    done = await one_round(engine, controls, pair[0], pair[1], leases)
                     times.append(done.takeover_seconds)
                     if done.verdict.problems:
                         failed += 1
@@ -66,18 +66,21 @@ async def run(backend: Backend, options: Options) -> list[Result]:
                             else f"PROBLEMS: {done.verdict.problems[:3]}"
                         )
                     )
+                    # The killed process is replaced: two runners again for the next kill.
+                    index = 0 if pair[0].owner == done.killed else 1
+                    pair[index] = await start_child(url, f"runner-{started}", workdir, leases)
+                    started += 1
                 # One kill with the default leases, for the record of why the proposal exists.
-                victim = await start_child(url, "victim-defaults", workdir, PRODUCTION)
-                await survivor.stop()
-                survivor = await start_child(url, "survivor-defaults", workdir, PRODUCTION)
-                try:
-                    defaults = await one_round(
-                        engine, controls, victim, survivor, PRODUCTION, finish_within=300
-                    )
-                finally:
-                    await victim.kill()
+                for child in pair:
+                    await child.stop()
+                pair = [
+                    await start_child(url, "defaults-0", workdir, PRODUCTION),
+                    await start_child(url, "defaults-1", workdir, PRODUCTION),
+                ]
+                defaults = await one_round(engine, controls, pair[0], pair[1], PRODUCTION, finish_within=300)
             finally:
-                await survivor.stop()
+                for child in pair:
+                    await child.kill()
     finally:
         await engine.dispose()
         await backend.drop(url)

@@ -4,8 +4,8 @@ and the other carries every run the dead one held on. Shared by the fault test
 
 One *round*: a definition of ``STEPS`` steps (announce, wait, announce, ...) is published and
 started in ``RUNS`` scopes while both processes serve (a loop as the bot's, waits slept through
-in process, housekeeping once per ``housekeeping_seconds``). Once the victim holds at least one
-run (a run lease, or a step lease, in the database) it is SIGKILLed. The runs it held at that
+in process, housekeeping once per ``housekeeping_seconds``). A second into the event, the
+process holding more of its runs (a run lease, or a step lease, in the database) is SIGKILLed. The runs it held at that
 instant are read back; the takeover time of the round is, over those runs, the longest time from
 the kill to the survivor's first dispatch of one of their steps (each dispatch journals its
 instant before anything else: ``child_runner``). Then the round's runs must all complete, and
@@ -90,6 +90,7 @@ class Round:
     held: list[int]
     takeover_seconds: float
     per_run: dict[int, float]
+    killed: str = ""
     verdict: Verdict = field(default_factory=Verdict)
 
 
@@ -150,33 +151,38 @@ def _of_round(journals: Journals, run_ids: tuple[int, ...]) -> Journals:
     return Journals(journals.lines, dispatches, deliveries)
 
 
+async def _holders(engine: AsyncEngine, children: tuple[Child, Child], run_ids: tuple[int, ...]) -> list[int]:
+    """How many of the round's runs each child holds now."""
+    return [len(await _held_by(engine, child.owner, run_ids)) for child in children]
+
+
 async def one_round(
     engine: AsyncEngine,
     controls: Controls,
-    victim: Child,
-    survivor: Child,
+    first: Child,
+    second: Child,
     leases: Leases,
     *,
     finish_within: float = 180.0,
 ) -> Round:
-    """Start a round's runs, kill ``victim`` once it holds one, time the takeover, let the
-    survivor finish the round, and judge it."""
+    """Start a round's runs, kill whichever process holds more of them (the two race for every
+    run; either may have them all), time the takeover by the other, let it finish the round,
+    and judge it. The caller replaces the process killed (``Round.killed``)."""
     key = f"failover-{uuid.uuid4().hex[:8]}"
     run_ids = await publish_and_start(engine, controls, _spec(key))
-    held: list[int] = []
-    async with asyncio.timeout(60):
-        while not held:
-            await asyncio.sleep(0.05)
-            held = await _held_by(engine, victim.owner, run_ids)
-    # Mid-event: let the runs get under way first, then land the kill while it holds one.
-    await asyncio.sleep(0.5)
+    children = (first, second)
+    # Mid-event: let the runs get under way first, then land the kill while one holds runs.
+    await asyncio.sleep(1.0)
     async with asyncio.timeout(60):
         while True:
-            held = await _held_by(engine, victim.owner, run_ids)
-            if held:
-                killed_at = utcnow()
-                await victim.kill()
-                break
+            counts = await _holders(engine, children, run_ids)
+            if max(counts):
+                victim, survivor = children if counts[0] >= counts[1] else children[::-1]
+                held = await _held_by(engine, victim.owner, run_ids)
+                if held:
+                    killed_at = utcnow()
+                    await victim.kill()
+                    break
             await asyncio.sleep(0.02)
     # The runs the victim held as it died, read after the kill (what it wrote last is there).
     held = sorted(set(held) | set(await _held_by(engine, victim.owner, run_ids)))
@@ -187,9 +193,9 @@ async def one_round(
             journals = read_journals([survivor.journal])
             for run_id in held:
                 if run_id not in per_run:
-                    first = _first_dispatch_after(journals, survivor.owner, run_id, killed_at)
-                    if first is not None:
-                        per_run[run_id] = (first - killed_at).total_seconds()
+                    at = _first_dispatch_after(journals, survivor.owner, run_id, killed_at)
+                    if at is not None:
+                        per_run[run_id] = (at - killed_at).total_seconds()
             if set(statuses.values()) == {"completed"}:
                 # A held run the survivor never had to touch was finished by the victim in the
                 # moment between the read and the kill: nothing of it was left to carry on.
@@ -200,7 +206,7 @@ async def one_round(
             await asyncio.sleep(0.1)
     if not held:
         raise AssertionError("the victim finished every run it held before the kill landed")
-    result = Round(held, max(per_run.values()), per_run)
+    result = Round(held, max(per_run.values()), per_run, killed=victim.owner)
     journals = _of_round(read_journals([victim.journal, survivor.journal]), run_ids)
     rows = await _steps_of(engine, run_ids)
     judge_completion(await _statuses(engine, run_ids), rows, STEPS, result.verdict)
