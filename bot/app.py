@@ -151,6 +151,8 @@ class EventBot(commands.Bot):
             settings,
             listing_horizon_seconds=config.discord_events.horizon,
             list_by_default=config.discord_events.mirror,
+            keep_run_log_seconds=config.retention.keep_seconds,
+            retention_batch=config.retention.batch,
         )
 
     async def setup_hook(self) -> None:

@@ -21,7 +21,7 @@ from runner.schedule import Upcoming
 from runner.states import RunStatus
 from runner.views import DefinitionSummary, ReminderView, RunSummary, RunView, StepView, UpcomingEvent
 from wiring.control_text import control_text, no_such_scope_head, started_head
-from wiring.run_text import last_error_text
+from wiring.run_text import last_error_text, pruned_text
 
 REHEARSAL_MARK = "[REHEARSAL]"
 
@@ -203,6 +203,9 @@ def status_embed(run: RunView, reminders: Sequence[ReminderView] = ()) -> discor
     if last_error:
         # A failed step named as its line below names it (its id, with its label).
         lines.append(f"Last error: {clip(last_error, 500)}")
+    pruned = pruned_text(run)
+    if pruned:
+        lines.append(pruned)
     if run.unreadable:
         lines.append(
             f"⚠️ Its definition (version id {run.version_id}) cannot be read: {clip(run.unreadable, 500)}. "

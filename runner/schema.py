@@ -52,6 +52,7 @@ __all__ = [
     "metadata",
     "processes",
     "run_log",
+    "run_summaries",
     "runs",
     "steps",
     "versions",
@@ -172,6 +173,8 @@ runs = sa.Table(
     sa.Index("idx_evrun_lease", "claim_expires_at"),
     # A holder that ends wakes the runs blocked on it; without this that is a scan of every run.
     sa.Index("idx_evrun_blocked", "blocked_by"),
+    # Retention finds the runs that ended before its cut-off without reading every run.
+    sa.Index("idx_evrun_ended", "ended_at"),
 )
 
 steps = sa.Table(
@@ -302,4 +305,33 @@ processes = sa.Table(
     sa.Column("last_tick_at", _utc_datetime(), nullable=True),
     sa.Column("tick_lag_ms", sa.Integer, nullable=True),
     sa.Column("tick_ms", sa.Integer, nullable=True),
+)
+
+run_summaries = sa.Table(
+    "event_run_summaries",
+    metadata,
+    # One row per ended run whose run log and steps retention prunes, written before the first
+    # row is deleted: what people still want to know of an old run once its history is gone.
+    # The run's own row stays (its status, scheduled, start and end times, last error).
+    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evsum_run"), primary_key=True),
+    # A copy of the run's ``ended_at``: the newest one summarised is where the next pass
+    # resumes, read from this index rather than found again among every ended run.
+    sa.Column("ended_at", _utc_datetime(), nullable=False),
+    # Who started it (``run.created``'s actor) and who ended it and why (its last
+    # ``run.status`` line), as ``history.Actor`` keeps them: an id a front end can mention.
+    sa.Column("started_by_id", sa.String(64), nullable=True),
+    sa.Column("started_by_name", sa.String(100), nullable=True),
+    sa.Column("ended_by_id", sa.String(64), nullable=True),
+    sa.Column("ended_by_name", sa.String(100), nullable=True),
+    sa.Column("ended_why", sa.String(500), nullable=True),
+    # How many of its steps ended how ({"done": 4, "skipped": 1}), its reminders apart, and
+    # how many run-log lines it had.
+    sa.Column("steps", sa.JSON, nullable=True),
+    sa.Column("reminders", sa.JSON, nullable=True),
+    sa.Column("log_lines", sa.Integer, nullable=False, server_default=sa.text("0")),
+    # NULL while its rows are being deleted (a few hundred a pass); set once they are gone.
+    sa.Column("pruned_at", _utc_datetime(), nullable=True),
+    sa.Column("created_at", _utc_datetime(), nullable=False),
+    sa.Index("idx_evsum_ended", "ended_at"),
+    sa.Index("idx_evsum_pruning", "pruned_at", "run_id"),
 )

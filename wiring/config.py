@@ -6,7 +6,7 @@ scalar keys (``EVENTBOT_DATABASE_URL``, ``EVENTBOT_GUILD_ID``, ``EVENTBOT_TICK_I
 pydantic-settings (its environment source, with the ``EVENTBOT_`` prefix): names match in any
 case, as pydantic-settings matches them, and a variable set to the empty string is ignored, so
 ``EVENTBOT_GUILD_ID=`` leaves the file's value. The mappings (``channels``, ``roles``,
-``permissions``, ``announce``, ``discord_events``) come only from the file. The Discord token is never part of it: it
+``permissions``, ``announce``, ``discord_events``, ``retention``) come only from the file. The Discord token is never part of it: it
 only ever comes from ``DISCORD_TOKEN`` (see ``token_from_env``), and a config file that contains
 one is refused.
 
@@ -178,6 +178,38 @@ class DiscordEventSettings(_Strict):
     max_listed: int = Field(default=50, ge=1, le=MAX_LISTED_MOST)
 
 
+# Retention: longer than ten years is "keep everything", which 0 already says; a batch is the
+# most rows one statement deletes (each its own transaction), so it bounds how long a pass holds
+# a lock: below 10 a backlog never drains, above 5,000 a pass could hold a due step up.
+KEEP_DAYS_MAX = 3650.0
+RETENTION_BATCH_MIN, RETENTION_BATCH_MAX = 10, 5000
+
+
+def _keep_days(value: object) -> float:
+    explained = f"must be a number of days from 0 to {KEEP_DAYS_MAX:g} (0 or null: keep everything)"
+    if value is None:
+        return 0.0
+    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        value = float(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(explained)
+    if not (0 <= value <= KEEP_DAYS_MAX) or not math.isfinite(value):
+        raise ValueError(explained)
+    return float(value)
+
+
+class RetentionSettings(_Strict):
+    # The run log, steps and reminders of a run that ended longer ago than this are pruned; the
+    # run itself stays, with a summary (who started it, how it ended, when). 0 or null: never.
+    keep_run_log_days: Annotated[float, BeforeValidator(_keep_days)] = 30.0
+    # The most rows one delete statement removes; a pass runs a handful of them.
+    batch: int = Field(default=500, ge=RETENTION_BATCH_MIN, le=RETENTION_BATCH_MAX)
+
+    @property
+    def keep_seconds(self) -> float:
+        return self.keep_run_log_days * 86400.0
+
+
 class Config(_Strict):
     database_url: Annotated[str, BeforeValidator(_database_url)] = DEFAULT_URL
     # The one guild this bot serves; interactions from any other are refused.
@@ -198,6 +230,7 @@ class Config(_Strict):
     sandbox_channel: str | None = None
     announce: AnnounceSettings = Field(default_factory=AnnounceSettings)
     discord_events: DiscordEventSettings = Field(default_factory=DiscordEventSettings)
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
     tick_interval_seconds: Annotated[
         float,
         _bounded(

@@ -41,3 +41,32 @@ def last_error_text(run: RunView) -> str | None:
         return run.last_error
     step, error = failure
     return f"{step_name(step.id, step.label)} failed: {error}"
+
+
+# How a pruned run's counts read: a step's status, and a reminder's (as /event status words them).
+_STEP_WORDS = {"done": "done", "skipped": "skipped", "failed": "failed", "cancelled": "cancelled"}
+_REMINDER_WORDS = {"done": "sent", "skipped": "not sent", "failed": "not delivered", "cancelled": "cancelled"}
+
+
+def _counted(counts: dict[str, int], noun: str, words: dict[str, str]) -> str | None:
+    total = sum(counts.values())
+    if not total:
+        return None
+    parts = ", ".join(f"{n} {words.get(status, status)}" for status, n in sorted(counts.items()) if n)
+    return f"{total} {noun}{'' if total == 1 else 's'} ({parts})"
+
+
+def pruned_text(run: RunView) -> str | None:
+    """What is left to say of a run whose steps and history retention pruned, or None."""
+    if run.pruned is None:
+        return None
+    kept = [
+        part
+        for part in (
+            _counted(run.pruned.steps, "step", _STEP_WORDS),
+            _counted(run.pruned.reminders, "reminder", _REMINDER_WORDS),
+        )
+        if part
+    ]
+    head = "Its steps and run log were pruned after the retention period"
+    return f"{head}: {'; '.join(kept)}." if kept else f"{head}."

@@ -10,6 +10,9 @@ One tick, in order (each stage in its own module, mixed into ``Runner``):
 3. **Advance** (``advance``) each due run, concurrently, one step at a time (``steps``: claim,
    perform, settle), across phase boundaries to completion, and give the lease back with the
    time it next needs a tick.
+4. **Prune** (``retention``) the history of runs that ended longer ago than the retention
+   period, with the housekeeping and after the advance: one small batch per pass, a summary of
+   each run kept, so a due step never waits behind it.
 
 The engine knows nothing of Discord; actions reach the outside world through the delivery
 interface they were built with.
@@ -40,6 +43,7 @@ from runner.engine.core import (
 from runner.engine.inprocess import InProcess
 from runner.engine.occurrences import Materialising
 from runner.engine.reclaim import Reclaiming
+from runner.engine.retention import Pruned, Pruning
 from runner.registry import ActionRegistry
 from runner.sql import run_leases
 
@@ -47,6 +51,7 @@ __all__ = [
     "MAX_ATTEMPTS",
     "RETRY_SECONDS",
     "CloseParked",
+    "Pruned",
     "Runner",
     "RunnerSettings",
     "TickReport",
@@ -60,7 +65,7 @@ def default_owner() -> str:
     return f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-class Runner(Reclaiming, Materialising, InProcess):
+class Runner(Reclaiming, Materialising, Pruning, InProcess):
     MAX_ATTEMPTS = MAX_ATTEMPTS
     RETRY_SECONDS = RETRY_SECONDS
 
@@ -89,6 +94,7 @@ class Runner(Reclaiming, Materialising, InProcess):
         self._closing = False
         self._wake_held = asyncio.Event()
         self._housekept_at: dt.datetime | None = None
+        self._prune_error: str | None = None
         self.after_drive = None
         self._last_error: dict[RunKey | DefinitionKey, str] = {}
 
@@ -100,13 +106,19 @@ class Runner(Reclaiming, Materialising, InProcess):
             report = TickReport()
             now = self.clock.now()
             every = dt.timedelta(seconds=self.settings.housekeeping_seconds)
-            if self._housekept_at is None or now - self._housekept_at >= every or now < self._housekept_at:
+            housekeeping = (
+                self._housekept_at is None or now - self._housekept_at >= every or now < self._housekept_at
+            )
+            if housekeeping:
                 await self._reclaim(report)
                 await self._mark_stalled(report)
                 await self._materialise(report)
                 await self._mark_missed(report)
                 self._housekept_at = now
             await self._advance_due(report)
+            if housekeeping:
+                # After the advance: pruning makes nothing due, so nothing due waits for it.
+                await self._prune(report)
             return report
 
     async def next_wake(self) -> dt.datetime | None:

@@ -72,6 +72,12 @@ class RunnerSettings:
     # ... or when the reclaim hands one of its steps back this many times: its runner keeps
     # dying on it (a crash loop; with the defaults, the next death spends the last attempt).
     stall_reclaims: int = 2
+    # Retention: the run log, steps and bookkeeping rows of runs that ended longer ago than
+    # this are pruned by the housekeeping, at most ``retention_batch`` rows per statement and a
+    # few statements per pass (``engine.retention``). 0: keep everything (a runner ticked by
+    # hand; the bot sets it from its config, 30 days unless told otherwise).
+    keep_run_log_seconds: float = 0.0
+    retention_batch: int = 500
 
 
 def serving_settings(interval: float, **overrides: Any) -> RunnerSettings:
@@ -90,6 +96,8 @@ class TickReport:
     materialised: int = 0
     missed: int = 0
     stalled: int = 0
+    # Rows retention deleted this tick.
+    pruned: int = 0
     runs_advanced: int = 0
     steps_dispatched: int = 0
     errors: list[str] = field(default_factory=list)

@@ -43,6 +43,7 @@ from runner.history.events import (
 from runner.history.reader import (
     Entry,
     RunEnding,
+    ending_from,
     entries_after,
     entries_for_run,
     how_run_ended,
@@ -80,6 +81,7 @@ __all__ = [
     "StepRequeued",
     "StepRetry",
     "StepSkipped",
+    "ending_from",
     "entries_after",
     "entries_for_run",
     "how_run_ended",

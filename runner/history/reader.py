@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.history.events import Actor, Event, Kind, RunStatusChanged, parse_event
+from runner.sql import retention as retention_sql
 from runner.sql import run_log as run_log_sql
 
 
@@ -69,9 +70,19 @@ class RunEnding:
 
 async def how_run_ended(conn: AsyncConnection, run_id: int, status: str, last_error: str | None) -> RunEnding:
     """The run's last ``run.status`` line says who moved it and why; a run whose history lacks
-    that line (or predates the fields) still has its ``last_error``."""
+    that line (or predates the fields) still has its ``last_error``. A run whose history
+    retention pruned answers from the summary taken from that line before it went."""
+    kept = await retention_sql.summary_of(conn, run_id)
+    if kept is not None:
+        by = None if kept["ended_by_name"] is None else Actor(kept["ended_by_id"], str(kept["ended_by_name"]))
+        return RunEnding(status, by=by, why=kept["ended_why"] or last_error)
     row = await run_log_sql.latest_of_kind(conn, run_id, Kind.RUN_STATUS)
-    entry = Entry.from_row(row) if row is not None else None
+    return ending_from(Entry.from_row(row) if row is not None else None, status, last_error)
+
+
+def ending_from(entry: Entry | None, status: str, last_error: str | None) -> RunEnding:
+    """How the run ended, from its last ``run.status`` line (``entry``), if that line is the one
+    that moved it to ``status``."""
     if entry is None or not isinstance(entry.event, RunStatusChanged) or entry.event.to != status:
         return RunEnding(status, why=last_error)
     event = entry.event

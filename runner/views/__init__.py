@@ -34,6 +34,7 @@ from runner.views.live import (
 from runner.views.log import latest_log_id, log_after, log_for_run
 from runner.views.runs import (
     PhaseView,
+    PrunedRun,
     ReminderView,
     RunSummary,
     RunView,
@@ -54,6 +55,7 @@ __all__ = [
     "LiveView",
     "PhaseView",
     "PostedLink",
+    "PrunedRun",
     "ReminderView",
     "RunSummary",
     "RunView",

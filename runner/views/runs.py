@@ -18,6 +18,7 @@ from runner.history import Actor
 from runner.records import StepRecord
 from runner.sql import definitions as definitions_sql
 from runner.sql import reminders as reminders_sql
+from runner.sql import retention as retention_sql
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
 from runner.states import RUN_IN_FLIGHT, STEP_OPEN
@@ -49,6 +50,18 @@ class PhaseView:
 
 
 @dataclass(frozen=True)
+class PrunedRun:
+    """What is kept of a run whose steps and history retention pruned: how its steps and its
+    reminders ended (status -> how many) and how many log lines it had. ``done`` is False while
+    its rows are still being deleted (its steps are then shown no more either)."""
+
+    steps: dict[str, int]
+    reminders: dict[str, int]
+    log_lines: int
+    done: bool
+
+
+@dataclass(frozen=True)
 class RunView:
     id: int
     definition_key: str
@@ -69,6 +82,9 @@ class RunView:
     # Why the run's definition version cannot be read, if it cannot: the phases are then only
     # the steps the run already has, labelled by their phase keys.
     unreadable: str | None = None
+    # Set when retention pruned the run's steps and history: ``phases`` is then empty (its
+    # steps are gone; every one would read "not reached"), and this says how they ended.
+    pruned: PrunedRun | None = None
 
     @property
     def in_flight(self) -> bool:
@@ -105,6 +121,9 @@ async def run_view(engine: AsyncEngine, run_id: int, versions: catalog.VersionCa
             unreadable = None
         except UnreadableDefinition as exc:
             definition, unreadable = None, exc.reason
+        kept = await retention_sql.summary_of(conn, run_id)
+        if kept is not None:
+            return _pruned_view(run, definition_row, definition, unreadable, kept)
         step_records = await steps_sql.list_for_run(conn, run_id)
         started_by = _started_by(await history.entries_for_run(conn, run_id), run["started_by"])
     by_slot = {(s.phase, s.seq): s for s in step_records}
@@ -173,6 +192,47 @@ async def run_view(engine: AsyncEngine, run_id: int, versions: catalog.VersionCa
         version_id=int(run["version_id"]),
         phases=phases,
         unreadable=unreadable,
+    )
+
+
+def _pruned_view(
+    run: Any,
+    definition_row: Any,
+    definition: EventDefinition | None,
+    unreadable: str | None,
+    kept: Any,
+) -> RunView:
+    """A run whose steps and history retention pruned: its row, and the summary kept of it."""
+    if definition is not None:
+        key, title = definition.key, definition.title
+    else:
+        key, title = ("?", f"run {run['id']}")
+    if definition_row is not None:
+        key = definition_row["key"]
+        title = title if definition is not None else definition_row["title"]
+    name = kept["started_by_name"]
+    return RunView(
+        id=int(run["id"]),
+        definition_key=key,
+        title=title,
+        scope=run["scope"],
+        status=run["status"],
+        health=run["health"],
+        rehearsal=bool(run["rehearsal"]),
+        current_phase=run["current_phase"],
+        scheduled_for=run["scheduled_for"],
+        started_at=run["started_at"],
+        ended_at=run["ended_at"],
+        started_by=None if name is None else Actor(kept["started_by_id"], str(name)),
+        last_error=run["last_error"],
+        version_id=int(run["version_id"]),
+        unreadable=unreadable,
+        pruned=PrunedRun(
+            steps=dict(kept["steps"] or {}),
+            reminders=dict(kept["reminders"] or {}),
+            log_lines=int(kept["log_lines"]),
+            done=kept["pruned_at"] is not None,
+        ),
     )
 
 

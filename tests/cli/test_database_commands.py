@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 from pathlib import Path
@@ -216,3 +217,32 @@ def test_runs_shows_a_run_stopped_at_a_cue_as_in_flight(
     assert [(s.definition_key, s.status) for s in summaries] == [("treasure-hunt", "running")]
     row = cli("runs", "--database", database).lines[1].split()
     assert row[1:6] == ["treasure-hunt", "-", "running", "ok", "hunt"]
+
+
+def test_runs_lists_a_run_whose_history_retention_pruned_as_before(cli: Cli, database: str) -> None:
+    """Retention deletes an old run's steps and log lines and keeps its row: ``runs --all``
+    shows it exactly as it did before, and ``--json`` too."""
+    from runner.clock import ManualClock, utcnow
+    from runner.engine import Runner, RunnerSettings
+    from runner.registry import ActionRegistry
+    from runner.schema import run_log
+
+    assert cli("rehearse", INVASION, "--scope", "aurora", "--database", database).code == 0
+    before = cli("runs", "--all", "--database", database)
+    json_before = cli("runs", "--all", "--json", "--database", database).out
+
+    async def prune(engine: sa.ext.asyncio.AsyncEngine) -> int:
+        runner = Runner(
+            engine,
+            ActionRegistry(),
+            clock=ManualClock(utcnow() + dt.timedelta(days=31)),
+            settings=RunnerSettings(keep_run_log_seconds=30 * 86400.0),
+        )
+        report = await runner.tick()
+        assert not report.errors and report.pruned > 0
+        async with engine.connect() as conn:
+            return int((await conn.execute(sa.select(sa.func.count()).select_from(run_log))).scalar() or 0)
+
+    assert on_database(database, prune) == 1, "every line pruned but the table's newest"
+    assert cli("runs", "--all", "--database", database).lines == before.lines
+    assert cli("runs", "--all", "--json", "--database", database).out == json_before

@@ -196,6 +196,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--interval", type=float, default=0.2, help="the loop's longest sleep")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument(
+        "--hold-seconds",
+        type=float,
+        default=0.0,
+        help="waits up to this long are slept through in process, as the serving bot does",
+    )
+    parser.add_argument(
+        "--housekeeping-seconds",
+        type=float,
+        default=0.0,
+        help="the reclaim and the other housekeeping run once per this long (0: every tick)",
+    )
+    parser.add_argument(
         "--reminder-hang", type=float, default=0.0, help="a reminder waits this before delivering"
     )
     return parser.parse_args(argv)
@@ -214,6 +226,8 @@ async def serve(args: argparse.Namespace) -> None:
         max_attempts=args.max_attempts,
         concurrent_runs=args.concurrent_runs,
         steps_per_tick=args.steps_per_tick,
+        hold_in_process_seconds=args.hold_seconds,
+        housekeeping_seconds=args.housekeeping_seconds,
     )
     runner = Runner(engine, build_registry(journal, probe, args), owner=args.owner, settings=settings)
     loop = RunnerLoop(runner, interval=args.interval)

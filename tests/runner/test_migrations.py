@@ -19,8 +19,21 @@ from runner.schema import run_log, runs, steps
 from runner.sql import runs as runs_sql
 
 HEAD = "0008"
-# What revisions after 0006 add: a database at 0006 or before lacks these too.
-LATER = [("add_table", "runner_processes")]
+# What each revision after 0006 adds: a database at an earlier revision lacks these too.
+ADDED_BY = {
+    "0007": {
+        ("add_table", "event_run_summaries"),
+        ("add_index", "idx_evrun_ended"),
+        ("add_index", "idx_evsum_ended"),
+        ("add_index", "idx_evsum_pruning"),
+    },
+    "0008": {("add_table", "runner_processes")},
+}
+
+
+def added_after(revision: str) -> set[tuple[str, str]]:
+    """What the revisions after ``revision`` add (0007 on), all together."""
+    return {change for later, changes in ADDED_BY.items() if later > revision for change in changes}
 
 
 async def _tables(engine: AsyncEngine) -> set[str]:
@@ -176,7 +189,7 @@ async def test_0005_adds_the_listings_table_and_its_downgrade_drops_it(empty_eng
     assert "event_run_listings" in await _tables(empty_engine)
     # 0006's table (and its index) is the only thing a database at 0005 lacks, beside later ones.
     missing = [(d[0], d[1].name) for d in await drift(empty_engine)]
-    assert [m for m in missing if m not in LATER] == [
+    assert [m for m in missing if m not in added_after("0006")] == [
         ("add_table", "event_run_live_messages"),
         ("add_index", "idx_evlive_closed"),
     ]
@@ -192,23 +205,34 @@ async def test_0006_adds_the_live_messages_table_and_its_downgrade_drops_it(
     await _alembic(empty_engine, "upgrade", "0006")
     assert "event_run_live_messages" in await _tables(empty_engine)
     # Only the later revisions' tables are missing.
-    assert [(d[0], d[1].name) for d in await drift(empty_engine)] == LATER
+    assert {(d[0], d[1].name) for d in await drift(empty_engine)} == added_after("0006")
     await _alembic(empty_engine, "downgrade", "0005")
     assert "event_run_live_messages" not in await _tables(empty_engine)
     assert "event_run_listings" in await _tables(empty_engine)
 
 
+async def test_0007_adds_the_run_summaries_and_the_ended_index_and_its_downgrade_drops_them(
+    empty_engine: AsyncEngine,
+) -> None:
+    await _alembic(empty_engine, "upgrade", "0007")
+    assert "event_run_summaries" in await _tables(empty_engine)
+    assert {(d[0], d[1].name) for d in await drift(empty_engine)} == added_after("0007")
+    await _alembic(empty_engine, "downgrade", "0006")
+    assert "event_run_summaries" not in await _tables(empty_engine)
+    assert {(d[0], d[1].name) for d in await drift(empty_engine)} == added_after("0006")
+
+
 async def test_0008_adds_the_runner_processes_table_and_its_downgrade_drops_it(
     empty_engine: AsyncEngine,
 ) -> None:
-    await _alembic(empty_engine, "upgrade", "0006")
+    await _alembic(empty_engine, "upgrade", "0007")
     assert "runner_processes" not in await _tables(empty_engine)
     await _alembic(empty_engine, "upgrade", "0008")
     assert "runner_processes" in await _tables(empty_engine)
-    assert await drift(empty_engine) == []
-    await _alembic(empty_engine, "downgrade", "0006")
+    assert {(d[0], d[1].name) for d in await drift(empty_engine)} == added_after("0008")
+    await _alembic(empty_engine, "downgrade", "0007")
     assert "runner_processes" not in await _tables(empty_engine)
-    assert "event_run_live_messages" in await _tables(empty_engine)
+    assert "event_run_summaries" in await _tables(empty_engine)
 
 
 async def test_0004_downgrades_to_the_labels_and_the_old_occurrence_key(empty_engine: AsyncEngine) -> None:

@@ -235,3 +235,27 @@ def test_discord_events_defaults_and_bounds(tmp_path: Path) -> None:
     ]:
         problems = problems_of(write_yaml(tmp_path / "config.yaml", {"discord_events": bad}))
         assert any(p.startswith(where) for p in problems), problems
+
+
+def test_retention_defaults_to_30_days_is_switched_off_by_0_or_null_and_refuses_nonsense(
+    tmp_path: Path,
+) -> None:
+    """Retention is on by default (30 days, 500 rows a statement); 0 and null keep everything;
+    a negative, non-numeric or huge period and a batch out of bounds are refused by name."""
+    retention = Config().retention
+    assert (retention.keep_run_log_days, retention.batch) == (30.0, 500)
+    assert retention.keep_seconds == 30 * 86400.0
+    for off in (0, None, "0"):
+        assert Config.model_validate({"retention": {"keep_run_log_days": off}}).retention.keep_seconds == 0
+    assert Config.model_validate({"retention": {"keep_run_log_days": 0.5}}).retention.keep_seconds == 43200
+    for bad, where in [
+        ({"keep_run_log_days": -1}, "retention.keep_run_log_days: must be a number of days"),
+        ({"keep_run_log_days": "a month"}, "retention.keep_run_log_days: must be a number of days"),
+        ({"keep_run_log_days": 3651}, "retention.keep_run_log_days: must be a number of days"),
+        ({"keep_run_log_days": True}, "retention.keep_run_log_days: must be a number of days"),
+        ({"batch": 5}, "retention.batch"),
+        ({"batch": 5001}, "retention.batch"),
+        ({"keep_days": 30}, "retention.keep_days: unknown key"),
+    ]:
+        problems = problems_of(write_yaml(tmp_path / "config.yaml", {"retention": bad}))
+        assert any(p.startswith(where) for p in problems), problems

@@ -41,3 +41,22 @@ def test_any_other_error_is_shown_as_it_was_written(error: str | None) -> None:
     run = dataclasses.replace(RUN, last_error=error)
     assert failed_step(run) is None
     assert last_error_text(run) == error
+
+
+def test_a_pruned_run_says_its_history_was_pruned_and_how_its_steps_and_reminders_ended() -> None:
+    from runner.views import PrunedRun
+    from wiring.run_text import pruned_text
+
+    assert pruned_text(RUN) is None
+    pruned = dataclasses.replace(
+        RUN,
+        status="completed",
+        phases=[],
+        pruned=PrunedRun({"done": 4, "skipped": 1}, {"done": 2}, 14, True),
+    )
+    assert pruned_text(pruned) == (
+        "Its steps and run log were pruned after the retention period: "
+        "5 steps (4 done, 1 skipped); 2 reminders (2 sent)."
+    )
+    bare = dataclasses.replace(pruned, pruned=PrunedRun({}, {}, 0, False))
+    assert pruned_text(bare) == "Its steps and run log were pruned after the retention period."
