@@ -42,6 +42,12 @@ ROLE_ALIAS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}", re.ASCII)
 
 # The longest a Discord timestamp of any storable instant renders to, for length checks made
 # before the run (and so its start) exists.
+# How long a post to Discord may take before the step is retried. It bounds how long a run whose
+# process died mid-send waits for another process (a step's lease is this plus the lease margin,
+# the run's a run lease more): 10 s keeps a takeover within 20 s of the kill (bench/failover.py),
+# while a post waiting out a rate limit of a few seconds still fits; one cut off is retried with
+# the same nonce, which Discord answers with the message already posted.
+DISCORD_BUDGET_MS = 10_000
 _WIDEST_TIMESTAMP = "<t:99999999999:F>"
 
 
@@ -233,7 +239,7 @@ class CueParams(_Params):
 
 
 def announce_action(
-    delivery: Delivery, describe: Describe, *, budget_ms: int = 15_000
+    delivery: Delivery, describe: Describe, *, budget_ms: int = DISCORD_BUDGET_MS
 ) -> Action[AnnounceParams]:
     async def perform(envelope: Envelope, params: AnnounceParams) -> dict[str, Any]:
         context = None if envelope.verify else await describe(envelope.run_id, envelope.step_id)
@@ -262,7 +268,9 @@ def announce_action(
     )
 
 
-def cue_action(delivery: Delivery, describe: Describe, *, budget_ms: int = 15_000) -> Action[CueParams]:
+def cue_action(
+    delivery: Delivery, describe: Describe, *, budget_ms: int = DISCORD_BUDGET_MS
+) -> Action[CueParams]:
     async def perform(envelope: Envelope, params: CueParams) -> dict[str, Any]:
         context = None if envelope.verify else await describe(envelope.run_id, envelope.step_id)
         title = params.title or (context.step_label if context and context.step_label else "GM cue")

@@ -10,9 +10,10 @@ victim is started for the next round. The table shows the median and the worst o
 against the 20 s goal; every round's exactly-once verdict is in the details, and a round that
 lost or doubled a step fails the row whatever the times.
 
-The leases measured are ``PROPOSED``: the defaults (``PRODUCTION``: a 60 s run lease, a step
-lease of the action's 15 s budget + 15 s) would let a run whose holder died wait up to
-``Leases.worst_case_seconds`` (95 s), which is why the proposal exists; ``--quick`` runs 3 rounds.
+The leases measured are the serving defaults (``SERVING``: what the bot runs with, from
+``runner.engine.serving_settings`` and the Discord actions' budget): a 5 s run lease, a step lease
+of the 10 s budget + 3 s, housekeeping every 5 s. ``BEFORE`` are the defaults before issue 13 (a
+60 s run lease, 15 s + 15 s), under which a run could wait up to 95 s; ``--quick`` runs 3 rounds.
 """
 
 from __future__ import annotations
@@ -20,23 +21,31 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from actions.messaging import DISCORD_BUDGET_MS
 from bench.backends import Backend
 from bench.results import Options, Result, median
 from runner.clock import SystemClock
 from runner.controls import Controls
 from runner.db import create_engine
+from runner.engine.core import SERVING_RUN_LEASE_SECONDS, SERVING_STEP_LEASE_MARGIN_SECONDS
 from tests.reliability.failover import GOAL_SECONDS, Leases, one_round, start_child
 
 KILLS = 10
-PRODUCTION = Leases(run_lease_seconds=60, margin_seconds=15, budget_ms=15_000, housekeeping_seconds=5)
-PROPOSED = Leases(run_lease_seconds=5, margin_seconds=3, budget_ms=5_000, housekeeping_seconds=5)
+BEFORE = Leases(run_lease_seconds=60, margin_seconds=15, budget_ms=15_000, housekeeping_seconds=5)
+SERVING = Leases(
+    run_lease_seconds=SERVING_RUN_LEASE_SECONDS,
+    margin_seconds=SERVING_STEP_LEASE_MARGIN_SECONDS,
+    budget_ms=DISCORD_BUDGET_MS,
+    # The bot's housekeeping runs once per tick interval, 5 s by default.
+    housekeeping_seconds=5,
+)
 
 
 async def run(backend: Backend, options: Options) -> list[Result]:
     if backend.name != "mariadb":
         return []
     kills = 3 if options.quick else KILLS
-    leases = PROPOSED
+    leases = SERVING
     url = await backend.create()
     engine = create_engine(url)
     times: list[float] = []
@@ -70,14 +79,14 @@ async def run(backend: Backend, options: Options) -> list[Result]:
                     index = 0 if pair[0].owner == done.killed else 1
                     pair[index] = await start_child(url, f"runner-{started}", workdir, leases)
                     started += 1
-                # One kill with the default leases, for the record of why the proposal exists.
+                # One kill with the leases before issue 13, for the record of what the serving defaults bought.
                 for child in pair:
                     await child.stop()
                 pair = [
-                    await start_child(url, "defaults-0", workdir, PRODUCTION),
-                    await start_child(url, "defaults-1", workdir, PRODUCTION),
+                    await start_child(url, "defaults-0", workdir, BEFORE),
+                    await start_child(url, "defaults-1", workdir, BEFORE),
                 ]
-                defaults = await one_round(engine, controls, pair[0], pair[1], PRODUCTION, finish_within=300)
+                defaults = await one_round(engine, controls, pair[0], pair[1], BEFORE, finish_within=300)
             finally:
                 for child in pair:
                     await child.kill()
@@ -90,20 +99,20 @@ async def run(backend: Backend, options: Options) -> list[Result]:
         f"leases: run {leases.run_lease_seconds:g} s, step = {leases.budget_ms / 1000:g} s budget + "
         f"{leases.margin_seconds:g} s, housekeeping every {leases.housekeeping_seconds:g} s "
         f"(worst case by construction {leases.worst_case_seconds():g} s; the defaults' "
-        f"{PRODUCTION.worst_case_seconds():g} s)",
+        f"{BEFORE.worst_case_seconds():g} s before)",
     )
     return [
         Result(
-            "failover takeover, default leases (1 SIGKILL)",
+            "failover takeover, the leases before issue 13 (1 SIGKILL)",
             backend.name,
             f"{defaults.takeover_seconds:.2f} s",
             f"{GOAL_SECONDS:.0f} s goal",
             defaults.takeover_seconds / GOAL_SECONDS,
-            "<= 20 s, no step lost or doubled",
-            defaults.takeover_seconds <= GOAL_SECONDS and not defaults.verdict.problems,
+            "for the record (it was > 20 s)",
+            not defaults.verdict.problems,
             [
-                f"run lease {PRODUCTION.run_lease_seconds:g} s, step = {PRODUCTION.budget_ms / 1000:g} s budget + "
-                f"{PRODUCTION.margin_seconds:g} s, housekeeping every {PRODUCTION.housekeeping_seconds:g} s; "
+                f"run lease {BEFORE.run_lease_seconds:g} s, step = {BEFORE.budget_ms / 1000:g} s budget + "
+                f"{BEFORE.margin_seconds:g} s, housekeeping every {BEFORE.housekeeping_seconds:g} s; "
                 f"{len(defaults.held)} runs held, per run: "
                 + ", ".join(f"{v:.2f}" for v in sorted(defaults.per_run.values()))
                 + (
@@ -114,7 +123,7 @@ async def run(backend: Backend, options: Options) -> list[Result]:
             ],
         ),
         Result(
-            f"failover takeover ({kills} SIGKILLs)",
+            f"failover takeover, serving defaults ({kills} SIGKILLs)",
             backend.name,
             f"median {median(times):.2f} s, worst {worst:.2f} s",
             f"{GOAL_SECONDS:.0f} s goal",

@@ -80,11 +80,24 @@ class RunnerSettings:
     retention_batch: int = 500
 
 
+SERVING_RUN_LEASE_SECONDS = 5.0
+SERVING_STEP_LEASE_MARGIN_SECONDS = 3.0
+
+
 def serving_settings(interval: float, **overrides: Any) -> RunnerSettings:
     """The settings of a runner a serving loop ticks every ``interval`` seconds (the bot, the
     benchmarks' real loop): housekeeping once per interval, the ticks between only advance what
     is due, and a wait of up to 30 s is slept through in process by the runner holding the run."""
-    values: dict[str, Any] = {"hold_in_process_seconds": 30.0, "housekeeping_seconds": interval}
+    values: dict[str, Any] = {
+        "hold_in_process_seconds": 30.0,
+        "housekeeping_seconds": interval,
+        # A serving process that dies hands its runs over within 20 s (issue 13): a run lease of
+        # 5 s (renewed at every claim, and for a wait held in process, so only a dead holder
+        # lets it run out) and a 3 s margin on a step's lease (``claims.Claims`` stretches a lease
+        # that a slow COMMIT left short, so the margin need only cover clocks and scheduling).
+        "run_lease_seconds": SERVING_RUN_LEASE_SECONDS,
+        "step_lease_margin_seconds": SERVING_STEP_LEASE_MARGIN_SECONDS,
+    }
     values.update(overrides)
     return RunnerSettings(**values)
 
