@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.dialects import mysql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from runner import sqlite_inline
 
@@ -188,7 +188,18 @@ def create_engine(url: str = DEFAULT_URL, **overrides: Any) -> AsyncEngine:
         "isolation_level": "READ COMMITTED",
     }
     options.update(overrides)
-    return create_async_engine(url, **options)
+    engine = create_async_engine(url, **options)
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, record: Any) -> None:
+        # Read once per connection, outside any transaction a caller counts or times.
+        cursor = dbapi_connection.cursor()
+        cursor.execute("SHOW VARIABLES LIKE 'wsrep_on'")
+        row = cursor.fetchone()
+        cursor.close()
+        record.info[_GALERA] = row is not None and str(row[1]).upper() == "ON"
+
+    return engine
 
 
 def _sqlite_engine(url: str, **overrides: Any) -> AsyncEngine:
@@ -334,3 +345,13 @@ def retry_on_conflict(method: Callable[P, Awaitable[T]]) -> Callable[P, Awaitabl
         raise AssertionError("unreachable")
 
     return again
+
+
+_GALERA = "eventbot_galera"
+
+
+def on_galera(conn: AsyncConnection) -> bool:
+    """Whether ``conn`` is to a node of a Galera cluster: a MariaDB with ``wsrep_on`` ON (read when
+    ``create_engine``'s pool opened the connection). A server without Galera has no such
+    variable, or has it OFF; SQLite is never one."""
+    return bool(conn.info.get(_GALERA, False))

@@ -11,6 +11,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from runner.db import on_galera
 from runner.schema import metadata
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "migrations"
@@ -32,11 +33,7 @@ async def _causal_reads(conn: AsyncConnection, on: bool) -> None:
     "schema behind". Only the schema's reads need this; elsewhere every decision is a
     compare-and-set that the cluster certifies at COMMIT. A server without Galera has no
     ``wsrep_on`` (or has it OFF): nothing is changed there."""
-    if conn.dialect.name not in ("mysql", "mariadb"):
-        return
-    row = (await conn.exec_driver_sql("SHOW VARIABLES LIKE 'wsrep_on'")).first()
-    name_and_value: list[Any] = list(row) if row is not None else []
-    if name_and_value[1:] and str(name_and_value[1]).upper() == "ON":
+    if on_galera(conn):
         await conn.exec_driver_sql(f"SET SESSION wsrep_sync_wait = {1 if on else 0}")
 
 

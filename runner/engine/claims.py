@@ -16,10 +16,12 @@ import contextlib
 import datetime as dt
 from collections.abc import Iterator
 
-from runner.db import retry_on_conflict
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from runner.db import on_galera, retry_on_conflict
 from runner.engine.core import Lease, RunnerBase, log
 from runner.records import StepRecord
-from runner.sql import step_leases
+from runner.sql import run_leases, step_leases
 
 # A stretch whose own COMMIT comes back too late is tried again this many times at most.
 STRETCHES = 3
@@ -39,6 +41,28 @@ def lease_kept_on_rollback(lease: Lease) -> Iterator[None]:
 
 
 class Claims(RunnerBase):
+    async def _renew_for_claim(
+        self, conn: AsyncConnection, lease: Lease, step_lease: dt.datetime, now: dt.datetime
+    ) -> None:
+        """In a claim's transaction, before the claim: renew the run's lease when the step could
+        outlast it, and on a Galera cluster at every claim.
+
+        The claim reads the run's status (a pause or cancel must stop it) without writing the
+        run's row, and a cluster certifies only rows written: a claim on one node still committed
+        after a pause had committed on another (seen on the cluster), the seeds' "pause ignored
+        mid-batch" on two nodes. Writing the run's row (its lease, always moved forward) makes the
+        pause and the claim conflict, so the claim's COMMIT is refused, retried, and refused
+        again by the pause it now sees. One more UPDATE a step, on a cluster only."""
+        margin = dt.timedelta(seconds=self.settings.step_lease_margin_seconds)
+        if lease.until >= step_lease + margin and not on_galera(conn):
+            return
+        until = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
+        if until <= lease.until:
+            # Already covered (a wait held in process leased it further); the row must still change.
+            until = lease.until + dt.timedelta(milliseconds=1)
+        lease.until = until
+        await run_leases.renew_claim(conn, lease.run_id, self.owner, lease.until)
+
     def _budget(self, step: StepRecord) -> dt.timedelta:
         action = self.registry.get(step.action_id)
         return dt.timedelta(milliseconds=action.budget_ms if action else 1000)

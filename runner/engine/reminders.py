@@ -156,13 +156,10 @@ class Reminding(Claims):
     @retry_on_conflict
     async def _claim_reminder(self, lease: Lease, step: StepRecord) -> bool:
         now = self.clock.now()
-        margin = dt.timedelta(seconds=self.settings.step_lease_margin_seconds)
         step_lease = self._step_lease(step, now)
         with lease_kept_on_rollback(lease):
             async with self.engine.begin() as conn:
-                if lease.until < step_lease + margin:
-                    lease.until = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
-                    await run_leases.renew_claim(conn, lease.run_id, self.owner, lease.until)
+                await self._renew_for_claim(conn, lease, step_lease, now)
                 claimed = await reminders_sql.claim(
                     conn, step.id, run_id=lease.run_id, owner=self.owner, lease_until=step_lease, now=now
                 )

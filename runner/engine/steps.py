@@ -27,8 +27,8 @@ from runner.history import (
     written_together,
 )
 from runner.records import RunRecord, StepRecord
-from runner.sql import run_leases, step_leases
 from runner.sql import runs as runs_sql
+from runner.sql import step_leases
 from runner.sql import steps as steps_sql
 from runner.states import Health, StepStatus
 
@@ -111,11 +111,8 @@ class Stepping(Phasing, Claims):
         """Lease the step (renewing the run's lease first when the step could outlast it).
         The caller's transaction must be wrapped in ``lease_kept_on_rollback``."""
         action = self.registry.get(step.action_id)
-        margin = dt.timedelta(seconds=self.settings.step_lease_margin_seconds)
         step_lease = self._step_lease(step, now)
-        if lease.until < step_lease + margin:
-            lease.until = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
-            await run_leases.renew_claim(conn, lease.run_id, self.owner, lease.until)
+        await self._renew_for_claim(conn, lease, step_lease, now)
         claimed = await step_leases.claim(
             conn,
             step.id,

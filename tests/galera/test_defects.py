@@ -202,3 +202,55 @@ async def test_defect_galera_a_publish_that_lost_a_conflict_at_commit_is_retried
         assert sorted(numbers) == [1, 2], f"one new version, whatever the retry: {numbers}"
     finally:
         await engine.dispose()
+
+
+async def test_defect_galera_a_pause_committed_on_another_node_stops_a_claim_waiting_to_commit(
+    galera_cluster: GaleraCluster, galera_database: GaleraDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seeds' "pause ignored mid-batch", on two nodes: a step claim reads its run's status
+    (paused or cancelled runs are not claimed) without writing the run's row, and a cluster
+    certifies only rows written. A pause committed on node 0 while the claim waited to commit on
+    node 1 did not conflict with it, so the step went out after the pause. Now a claim on a
+    cluster writes its run's row (its lease), the two conflict, and the claim's retry sees the
+    pause and claims nothing."""
+    # A run lease long enough that no claim needs to renew it for its own sake.
+    engine = create_engine(galera_database.urls[1])
+    world = World(engine, settings=RunnerSettings(run_lease_seconds=600.0))
+    try:
+        dispatched: list[int] = []
+
+        async def noop(envelope: Envelope, params: Any) -> dict[str, Any]:
+            dispatched.append(envelope.step_id)
+            return {"ok": True}
+
+        world.register(build_action("test.noop", noop))
+        run_id = await world.seed_run([phase("one", step("test.noop"), step("test.noop"))])
+        claims: list[int] = []
+        original = step_leases.claim
+
+        async def claim(conn: Any, step_id: int, **kw: Any) -> bool:
+            won = await original(conn, step_id, **kw)
+            claims.append(step_id)
+            return won
+
+        monkeypatch.setattr(step_leases, "claim", claim)
+
+        @event.listens_for(world.engine.sync_engine, "commit")
+        def paused_on_node_0_first(_conn: Any) -> None:
+            if len(claims) == 1:
+                claims.append(-1)  # once only
+                galera_cluster.execute_sql(
+                    0,
+                    "SET SESSION wsrep_sync_wait = 1; "
+                    f"UPDATE `{galera_database.name}`.{runs.name} SET status = 'paused' WHERE id = {run_id};",
+                )
+
+        retried = CONFLICTS.retried
+        await world.tick()
+        assert claims and claims[1] == -1, f"the pause landed while the first claim waited: {claims}"
+        assert dispatched == [], "a step went out after the pause had committed on another node"
+        assert CONFLICTS.retried > retried, "the claim's COMMIT lost to the pause and was retried"
+        assert (await world.run(run_id))["status"] == "paused"
+        assert {s["status"] for s in await world.steps_of(run_id)} == {"pending"}
+    finally:
+        await engine.dispose()
