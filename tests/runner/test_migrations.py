@@ -18,7 +18,9 @@ from runner.migrate import alembic_config, current_revision, drift, upgrade
 from runner.schema import run_log, runs, steps
 from runner.sql import runs as runs_sql
 
-HEAD = "0006"
+HEAD = "0009"
+# The tables 0009 adds: a database at 0006 or before lacks them too.
+TABLES_0009 = {"event_external_claims", "event_work_leases"}
 
 
 async def _tables(engine: AsyncEngine) -> set[str]:
@@ -173,7 +175,7 @@ async def test_0005_adds_the_listings_table_and_its_downgrade_drops_it(empty_eng
     await _alembic(empty_engine, "upgrade", "0005")
     assert "event_run_listings" in await _tables(empty_engine)
     # 0006's table (and its index) is the only thing a database at 0005 lacks.
-    missing = [(d[0], d[1].name) for d in await drift(empty_engine)]
+    missing = [(d[0], d[1].name) for d in await _drift_before_0009(empty_engine)]
     assert missing == [("add_table", "event_run_live_messages"), ("add_index", "idx_evlive_closed")]
     await _alembic(empty_engine, "downgrade", "0004")
     assert "event_run_listings" not in await _tables(empty_engine)
@@ -186,7 +188,7 @@ async def test_0006_adds_the_live_messages_table_and_its_downgrade_drops_it(
     assert "event_run_live_messages" not in await _tables(empty_engine)
     await _alembic(empty_engine, "upgrade", "0006")
     assert "event_run_live_messages" in await _tables(empty_engine)
-    assert await drift(empty_engine) == []
+    assert await _drift_before_0009(empty_engine) == []
     await _alembic(empty_engine, "downgrade", "0005")
     assert "event_run_live_messages" not in await _tables(empty_engine)
     assert "event_run_listings" in await _tables(empty_engine)
@@ -215,3 +217,26 @@ async def test_0004_downgrades_to_the_labels_and_the_old_occurrence_key(empty_en
     # SQLite hands the text back; both read as the same instants.
     got = [(i, m if isinstance(m, dt.datetime) else dt.datetime.fromisoformat(m)) for i, m in moments]
     assert got == [(1, T0), (2, T0 + one), (3, T0 + 2 * one)]
+
+
+async def _drift_before_0009(engine: AsyncEngine) -> list[Any]:
+    """The drift from the metadata but 0009's tables (and their indexes)."""
+    return [
+        d
+        for d in await drift(engine)
+        if getattr(d[1], "name", None) not in TABLES_0009
+        and getattr(getattr(d[1], "table", None), "name", None) not in TABLES_0009
+    ]
+
+
+async def test_0009_adds_the_claims_and_work_leases_tables_and_its_downgrade_drops_them(
+    empty_engine: AsyncEngine,
+) -> None:
+    await _alembic(empty_engine, "upgrade", "0006")
+    assert not TABLES_0009 & await _tables(empty_engine)
+    await _alembic(empty_engine, "upgrade", "0009")
+    assert TABLES_0009 <= await _tables(empty_engine)
+    assert await drift(empty_engine) == []
+    await _alembic(empty_engine, "downgrade", "0006")
+    assert not TABLES_0009 & await _tables(empty_engine)
+    assert "event_run_live_messages" in await _tables(empty_engine)

@@ -1,0 +1,148 @@
+"""Each interaction handled by exactly one bot process, when several share one token.
+
+Discord delivers every interaction to every gateway session of the bot, and accepts only the
+first answer: two processes that both acted on a GM's Confirm would have one of them tell the GM
+"already confirmed". So before anything looks at an interaction, it is claimed by its id in the
+database (``runner.exclusive.ExternalClaims``, an ``INSERT IGNORE`` committed on its own). The
+process whose insert added the row handles it; every other process says nothing at all, no
+answer and no defer.
+
+Where: ``ClaimingState.parse_interaction_create``, the one place every interaction enters
+discord.py (the gateway's ``INTERACTION_CREATE`` parser, which hands slash commands and
+autocomplete to the command tree, buttons and selects to the view store, modals to theirs). The
+claim runs there in a task, and only a won claim continues into discord.py's own parser, so no
+command, autocomplete, button, modal or ``on_interaction`` listener can be reached without it.
+
+Choices:
+
+* **Autocomplete is claimed too.** Discord takes one answer to it, like any interaction; a
+  second answer is an error in the loser's log, and its choices cost the loser database reads.
+  One insert per keystroke is cheaper than both.
+* **The database cannot be reached: nobody answers.** The claim fails, so this process does not
+  act and stays silent; Discord shows the member that the application did not respond. Answering
+  "the database cannot be reached" instead could race the other process's real answer (a process
+  cut off from the database while the other is not) and tell a GM whose Confirm worked that it
+  failed, which is the defect this module exists to prevent. Nothing could be done anyway: every
+  command and button needs the database.
+* **Claims are kept an hour** (an interaction's token lives 15 minutes), pruned by the process
+  that claims, at most every ``PRUNE_EVERY``, after the interaction it claimed is dispatched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import datetime as dt
+import logging
+import time
+from typing import Any
+
+import discord
+from discord.state import ConnectionState
+
+from runner.clock import Clock
+from runner.db import DATABASE_ERRORS
+from runner.exclusive import ExternalClaims
+
+log = logging.getLogger(__name__)
+
+KEEP = dt.timedelta(hours=1)
+PRUNE_EVERY = dt.timedelta(minutes=10)
+# How many of the last claims' ids and timings are kept in memory (for status and tests).
+RECENT = 1000
+
+
+def claim_key(interaction_id: object) -> str:
+    return f"interaction:{interaction_id}"
+
+
+class InteractionGate:
+    """This process's claims on interactions: ``admit`` says whether to handle one."""
+
+    def __init__(self, claims: ExternalClaims, clock: Clock) -> None:
+        self.claims = claims
+        self.clock = clock
+        self.won = 0
+        self.lost = 0
+        self.failed = 0
+        # The ids this process handled, and how long each claim took (seconds), latest last.
+        self.handled: collections.deque[int] = collections.deque(maxlen=RECENT)
+        self.claim_seconds: collections.deque[float] = collections.deque(maxlen=RECENT)
+        self._pruned_at: dt.datetime | None = None
+        self._unreachable = False
+
+    async def admit(self, data: Any) -> bool:
+        """Claim the interaction in ``data`` (the gateway payload); True when this process won."""
+        interaction_id = data.get("id")
+        started = time.perf_counter()
+        try:
+            mine = await self.claims.claim(claim_key(interaction_id), self.clock.now())
+        except DATABASE_ERRORS as exc:
+            self.failed += 1
+            if not self._unreachable:
+                log.warning(
+                    "interaction %s not handled: the database cannot be reached: %s", interaction_id, exc
+                )
+            self._unreachable = True
+            return False
+        except Exception:
+            self.failed += 1
+            log.exception("interaction %s not handled: its claim failed", interaction_id)
+            return False
+        self._unreachable = False
+        self.claim_seconds.append(time.perf_counter() - started)
+        if not mine:
+            self.lost += 1
+            log.debug("interaction %s is handled by another process", interaction_id)
+            return False
+        self.won += 1
+        self.handled.append(int(interaction_id))
+        return True
+
+    async def housekeeping(self) -> None:
+        """Prune old claims, at most every ``PRUNE_EVERY``; never raises."""
+        now = self.clock.now()
+        if self._pruned_at is not None and now - self._pruned_at < PRUNE_EVERY:
+            return
+        self._pruned_at = now
+        try:
+            await self.claims.prune(now - KEEP)
+        except Exception as exc:
+            log.warning("could not prune old interaction claims: %s", exc)
+
+
+class ClaimingState(ConnectionState):  # type: ignore[type-arg]
+    """discord.py's connection state, with every interaction claimed before it is parsed.
+
+    ``gate`` is set by the bot once it is built (the state is made inside ``Client.__init__``,
+    before the bot has a database); without one, interactions pass as discord.py's own would."""
+
+    gate: InteractionGate | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._claiming: set[asyncio.Task[None]] = set()
+
+    def parse_interaction_create(self, data: Any) -> None:
+        gate = self.gate
+        if gate is None:
+            super().parse_interaction_create(data)
+            return
+        task = asyncio.create_task(self._claimed(gate, data), name=f"eventbot-claim-{data.get('id')}")
+        self._claiming.add(task)
+        task.add_done_callback(self._claiming.discard)
+
+    async def _claimed(self, gate: InteractionGate, data: Any) -> None:
+        if not await gate.admit(data):
+            return
+        try:
+            super().parse_interaction_create(data)
+        except Exception:
+            # What discord.py's gateway would have done with a parser's error: log it.
+            log.exception("interaction %s: discord.py could not parse it", data.get("id"))
+        await gate.housekeeping()
+
+
+def gate_of(client: discord.Client) -> InteractionGate | None:
+    state = getattr(client, "_connection", None)
+    return getattr(state, "gate", None)
