@@ -1,20 +1,24 @@
 """Two bot processes, active-active, on one database and one bot token.
 
-How two processes are simulated (simcord's ``Env`` is "a running test environment around a
-single bot", and only one runs per event loop): the first bot is the ``Env``'s own; the second
-(``join``) is a second real ``EventBot``, built by ``create_bot`` on a second engine over the same
-database file, attached to the same simulated Discord the way simcord attaches its own bot: its
-HTTP client and webhook adapter are simcord's fakes over the same backend, so every request it
-makes is in ``Env.http_requests`` (and checked against Discord's OpenAPI like the first bot's),
-and it subscribes to the same gateway, so every event, every interaction included, reaches both
-bots' real discord.py parsers from the same payload, as Discord delivers it to two sessions. Its
-tasks run in the ``Env``'s scope, so ``settle`` and ``advance_time`` wait for both processes.
+How two processes are simulated: simcord's ``Env`` is "a running test environment around a
+single bot", and only one runs per event loop, so the choice is the same interaction delivered
+to two bots' handlers. The first bot is the ``Env``'s own; the second (``Pair.join``) is a
+second real ``EventBot`` from ``create_bot``, with its own owner id, attached to the same
+simulated Discord the way simcord attaches its own: its HTTP client and webhook adapter are
+simcord's fakes over the same backend, so every request it makes is in ``Env.http_requests``
+(and checked against Discord's OpenAPI like the first bot's); and it subscribes to the same
+gateway, so every event, every interaction included, reaches both bots' real discord.py parsers
+from the same payload, as Discord delivers it to two sessions. Which bot hears an interaction
+first is drawn at random in the trials. Both bots' tasks run in the ``Env``'s scope, so
+``settle`` and ``advance_time`` wait for both.
 
-What this does not cover: both "processes" share one event loop, so they never run truly in
-parallel (the claims' race is decided by which insert reaches the database first, exactly as
-with two processes, but the scheduling between them is asyncio's); both see one simulated
-gateway with no delay between the two deliveries; and the database here is one SQLite file (the
-claim and lease statements are run against MariaDB in ``tests/runner/test_exclusive.py``).
+What this does not cover: the two "processes" share one event loop and one SQLAlchemy engine
+(one SQLite file, one connection: two engines on one file wait for each other's write lock with
+real sleeps, which simcord's frozen clock never ends), so the claims' race is decided in the
+database, by which insert comes first, but never by two inserts truly at once; the statements'
+behaviour under concurrent connections, on MariaDB too, is in ``tests/runner/test_exclusive.py``.
+The two deliveries arrive with no delay between them, and a process "dies" by losing its
+gateway feed and its loops (``Pair.kill``), not by a signal mid-statement.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ import random
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,7 +41,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.app import EventBot, create_bot
 from bot.claims import claim_key
 from bot.work_lease import LEASE_PASSES
-from runner.db import create_engine
 from runner.schema import external_claims, work_leases
 from tests.bot.conftest import TICK, Sim
 from tests.support.definitions import cue, event, phase
@@ -120,15 +122,14 @@ class Pair:
 
 
 @pytest.fixture
-async def pair(sim: Sim, tmp_path: Path) -> AsyncIterator[Pair]:
-    # The second process's own engine (its own connection pool) on the same database file.
-    engine = create_engine(str(sim.engine.url))
-    pair = Pair(sim, engine)
+async def pair(sim: Sim) -> AsyncIterator[Pair]:
+    # One engine for both processes: two engines on one SQLite file wait for each other's write
+    # lock with real sleeps, which simcord's frozen clock never lets end (see the docstring).
+    pair = Pair(sim, sim.engine)
     try:
         yield pair
     finally:
         await pair.close()
-        await engine.dispose()
 
 
 class Timing:
