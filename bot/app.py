@@ -100,6 +100,7 @@ class EventBot(commands.Bot):
         self.staff_log: StaffLog | None = None
         # What /event publish previewed and waits for Publish or Cancel: this process's alone.
         self.publish_drafts = Drafts()
+        self.interaction_gate.elsewhere.append(self.publish_drafts.elsewhere)
         # The live run messages: their own loop, so a slow or refused edit never holds up a run.
         self.live_runs = LiveRuns(self, interval=config.tick_interval_seconds)
         events = config.discord_events

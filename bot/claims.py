@@ -24,6 +24,11 @@ Choices:
   cut off from the database while the other is not) and tell a GM whose Confirm worked that it
   failed, which is the defect this module exists to prevent. Nothing could be done anyway: every
   command and button needs the database.
+* **A press that needs what only one process holds** (the Publish and Cancel buttons of a
+  ``/event publish`` preview, kept in the memory of the process that made it) is claimed at once
+  by that process and only after ``DEFER_SECONDS`` by any other (``InteractionGate.elsewhere``),
+  so the process holding the preview wins; if it is gone, the other answers that the preview
+  expired, as after a restart.
 * **Claims are kept an hour** (an interaction's token lives 15 minutes), pruned by the process
   that claims, at most every ``PRUNE_EVERY``, after the interaction it claimed is dispatched.
 """
@@ -35,6 +40,7 @@ import collections
 import datetime as dt
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import discord
@@ -48,6 +54,8 @@ log = logging.getLogger(__name__)
 
 KEEP = dt.timedelta(hours=1)
 PRUNE_EVERY = dt.timedelta(minutes=10)
+# How long a process lacking what an interaction needs waits before claiming it.
+DEFER_SECONDS = 0.5
 # How many of the last claims' ids and timings are kept in memory (for status and tests).
 RECENT = 1000
 
@@ -70,10 +78,14 @@ class InteractionGate:
         self.claim_seconds: collections.deque[float] = collections.deque(maxlen=RECENT)
         self._pruned_at: dt.datetime | None = None
         self._unreachable = False
+        # Each says whether an interaction (its gateway payload) needs what another process holds.
+        self.elsewhere: list[Callable[[Any], bool]] = []
 
     async def admit(self, data: Any) -> bool:
         """Claim the interaction in ``data`` (the gateway payload); True when this process won."""
         interaction_id = data.get("id")
+        if any(check(data) for check in self.elsewhere):
+            await asyncio.sleep(DEFER_SECONDS)
         started = time.perf_counter()
         try:
             mine = await self.claims.claim(claim_key(interaction_id), self.clock.now())

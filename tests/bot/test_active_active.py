@@ -28,10 +28,12 @@ import random
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+import yaml
 from simcord import _dpy_internals
 from simcord.backend import serializers
 from simcord.gateway import ShardRouter
@@ -41,8 +43,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.app import EventBot, create_bot
 from bot.claims import claim_key
 from bot.work_lease import LEASE_PASSES
+from runner.db import create_engine
+from runner.exclusive import ExternalClaims
 from runner.schema import external_claims, work_leases
-from tests.bot.conftest import TICK, Sim
+from tests.bot.conftest import TICK, Sim, make_config, raid_spec
 from tests.support.definitions import cue, event, phase
 from wiring.config import Config
 
@@ -187,6 +191,7 @@ async def lease_owners(sim: Sim) -> dict[str, str | None]:
     return {r["name"]: r["owner"] for r in rows}
 
 
+PUBLISHERS = {"start": ["moderator"], "control": ["moderator"], "cue": ["gm"], "publish": ["moderator"]}
 # Seconds between two presses in the trials.
 PACE = 2.0
 
@@ -200,8 +205,11 @@ async def handled_once(pair: Pair, timing: Timing, bots: tuple[EventBot, ...]) -
     process: the one whose claim is in the database, and which dispatched it); answers that
     process and how long the acknowledgement took."""
     interaction_id = timing.last()
-    callbacks = [r for r in timing.requests_about(interaction_id) if r.path.endswith("/callback")]
-    assert len(callbacks) == 1, timing.requests_about(interaction_id)
+    about = [(r.method, r.path) for r in timing.requests_about(interaction_id)]
+    assert len([path for _, path in about if path.endswith("/callback")]) == 1, about
+    # What one process sends about an interaction (an answer, an edit of it) it sends once: a
+    # second of anything would be the other process answering too (refused requests are logged).
+    assert len(set(about)) == len(about), about
     who = (await claims(pair.sim))[claim_key(interaction_id)]
     [winner] = [b for b in bots if owner(b) == who]
     assert interaction_id in winner.interaction_gate.handled
@@ -210,6 +218,11 @@ async def handled_once(pair: Pair, timing: Timing, bots: tuple[EventBot, ...]) -
             # The loser never let discord.py see it: no handler ran, so no request was made.
             assert interaction_id not in other.interaction_gate.handled
     return winner, timing.ack_seconds(interaction_id)
+
+
+def last_answer(result: Any) -> Any:
+    """A command's last message with text (commands defer, then answer in a follow-up)."""
+    return [m for m in [result.response, *result.followups] if m is not None and m.content][-1]
 
 
 def drill(cues: int) -> dict[str, Any]:
@@ -226,7 +239,7 @@ def assert_each_once(lines: list[str]) -> None:
     assert not twice, f"posted twice: {sorted(twice)}"
 
 
-async def test_a_cue_confirm_delivered_to_both_processes_is_answered_once_in_100_of_100_trials(
+async def test_defect_a_confirm_delivered_to_both_processes_is_answered_once_never_already_confirmed(
     pair: Pair, timing: Timing
 ) -> None:
     """100 Confirms, each delivered to both processes: every one is acknowledged exactly once, by
@@ -245,6 +258,7 @@ async def test_a_cue_confirm_delivered_to_both_processes_is_answered_once_in_100
         pair.hears_first(order.choice((a, b)))
         pressed = await sim.gm.click(sim.gm_cues.last_message, label="Confirm")
         assert pressed.acknowledged and not pressed.ephemeral, trial
+        assert not pressed.followups, f"trial {trial}: {[m.content for m in pressed.followups]}"
         winner, ack = await handled_once(pair, timing, (a, b))
         winners.append(winner)
         acks.append(ack)
@@ -398,3 +412,73 @@ async def test_a_lease_holder_that_dies_is_taken_over_after_its_lease_runs_out(p
     assert_each_once(lines)
     assert len([line for line in lines if "confirmed by" in line]) == 1, lines
     assert any("completed" in line for line in lines), lines
+
+
+async def test_a_process_cut_off_from_the_database_stays_silent_and_the_other_answers(
+    pair: Pair, timing: Timing, tmp_path: Path
+) -> None:
+    """b cannot reach the database (its claims go to a file in a directory that does not exist):
+    it answers nothing, even when it hears first, and a answers every press. With both cut off,
+    nobody answers at all (Discord tells the member the application did not respond)."""
+    sim = pair.sim
+    a, b = sim.bot, await pair.join("process-b")
+    unreachable = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'missing' / 'db.sqlite3'}")
+    try:
+        b.interaction_gate.claims = ExternalClaims(unreachable, owner(b))
+        await sim.publish(drill(3))
+        await sim.mod.slash(sim.staff, "event start", definition="drill")
+        for _ in range(2):
+            pair.hears_first(b)
+            pressed = await sim.gm.click(sim.gm_cues.last_message, label="Confirm")
+            assert pressed.acknowledged and not pressed.followups
+            winner, _ = await handled_once(pair, timing, (a, b))
+            assert winner is a
+            await sim.env.advance_time(PACE)
+        assert b.interaction_gate.failed == 3 and b.interaction_gate.won == 0, "the start and two presses"
+
+        a.interaction_gate.claims = ExternalClaims(unreachable, owner(a))
+        pressed = await sim.gm.click(sim.gm_cues.last_message, label="Confirm")
+        assert not pressed.acknowledged
+        assert timing.requests_about(timing.last()) == []
+        steps = (await sim.only_run()).phases[0].steps
+        assert [s.status for s in steps[:2]] == ["done", "done"]
+        assert steps[2].parked, "nothing acted on the press nobody could claim"
+    finally:
+        await unreachable.dispose()
+
+
+async def test_a_preview_button_is_handled_by_the_process_that_holds_the_preview(
+    pair: Pair, timing: Timing
+) -> None:
+    """/event publish keeps its preview in the memory of the process that answered it; a
+    Publish press heard first by the other process is still claimed by the holder, which
+    publishes. With the holder gone, the other answers that the preview expired."""
+    sim = pair.sim
+    sim.config = make_config(sim.guild, sim.channels, sim.roles, permissions=PUBLISHERS)
+    a = await sim.start_bot()
+    b = await pair.join("process-b")
+    for attempt in range(2):
+        spec = raid_spec(title=f"Harbour Assault {attempt}")
+        reply = await sim.mod.slash(
+            sim.staff, "event publish", file=("raid.yaml", yaml.safe_dump(spec).encode())
+        )
+        maker, _ = await handled_once(pair, timing, (a, b))
+        other = b if maker is a else a
+        preview = last_answer(reply)
+        pair.hears_first(other)
+        pressed = await sim.mod.click(preview, label="Publish")
+        assert pressed.acknowledged
+        presser, _ = await handled_once(pair, timing, (a, b))
+        assert presser is maker, "the process holding the preview claimed the press"
+        shown = pressed.response
+        assert shown is not None
+        assert (
+            shown.content == f"✅ Published **Harbour Assault {attempt}** (`raid`) as version {attempt + 2}."
+        )
+    spec = raid_spec(title="Harbour Assault again")
+    reply = await sim.mod.slash(sim.staff, "event publish", file=("raid.yaml", yaml.safe_dump(spec).encode()))
+    maker, _ = await handled_once(pair, timing, (a, b))
+    pair.kill(maker)
+    pressed = await sim.mod.click(last_answer(reply), label="Publish")
+    answer = [m.content for m in [pressed.response, *pressed.followups] if m is not None]
+    assert any("This preview expired" in text for text in answer), answer
