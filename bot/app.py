@@ -17,8 +17,10 @@ any error message.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
+import signal
 from typing import Any, Protocol
 
 import discord
@@ -283,12 +285,24 @@ async def run_bot(config: Config, token: str) -> None:
     try:
         await check_schema(engine)
         bot = create_bot(config, engine)
+        _close_on_sigterm(bot)
         async with bot:
             await _login(bot, token)
             log.info("logged in as %s; serving guild %s", bot.user, config.guild_id)
             await bot.connect(reconnect=True)
     finally:
         await engine.dispose()
+
+
+def _close_on_sigterm(bot: EventBot) -> None:
+    """``SIGTERM`` (a service manager's stop) closes the bot as Ctrl-C does: the loops stop, the
+    work it held is handed to the other process at once, a run being driven finishes its step.
+    Without it the process would die on the spot and the other would wait for the leases."""
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGTERM, lambda: loop.create_task(bot.close()))
+    except (NotImplementedError, RuntimeError):
+        pass  # no signal handlers on this platform's loop: SIGTERM stops the process as before
 
 
 async def sync_commands(config: Config, token: str, guild_id: int | None = None) -> list[str]:

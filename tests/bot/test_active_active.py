@@ -24,7 +24,9 @@ gateway feed and its loops (``Pair.kill``), not by a signal mid-statement.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import signal
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -40,7 +42,7 @@ from simcord.gateway import ShardRouter
 from simcord.http.client import FakeHTTPClient, FakeWebhookAdapter
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.app import EventBot, create_bot
+from bot.app import EventBot, _close_on_sigterm, create_bot
 from bot.claims import claim_key
 from bot.work_lease import LEASE_PASSES
 from runner.db import create_engine
@@ -482,3 +484,28 @@ async def test_a_preview_button_is_handled_by_the_process_that_holds_the_preview
     pressed = await sim.mod.click(last_answer(reply), label="Publish")
     answer = [m.content for m in [pressed.response, *pressed.followups] if m is not None]
     assert any("This preview expired" in text for text in answer), answer
+
+
+async def test_sigterm_closes_a_process_cleanly_and_its_work_moves_at_once(pair: Pair) -> None:
+    """A service manager's stop (SIGTERM) closes the bot as Ctrl-C does: the work it held is
+    given back, so the other process takes it at its next pass rather than after the lease."""
+    sim = pair.sim
+    a, b = sim.bot, await pair.join("process-b")
+    await sim.env.advance_time(TICK)
+    holder = a if (await lease_owners(sim))["staff-log"] == owner(a) else b
+    survivor = b if holder is a else a
+    loop = asyncio.get_running_loop()
+    _close_on_sigterm(holder)
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if holder.is_closed() and not holder.work_leases.holds("staff-log"):
+                break
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+    assert holder.is_closed()
+    assert set((await lease_owners(sim)).values()) <= {None, owner(survivor)}, "all given back"
+    pair.kill(holder)
+    await sim.env.advance_time(TICK)
+    assert (await lease_owners(sim))["staff-log"] == owner(survivor), "taken at the next pass"
