@@ -195,14 +195,18 @@ class EventBot(commands.Bot):
         if self.ticker is not None:
             self.ticker.nudge()
 
-    async def close(self) -> None:
+    async def stop_work(self) -> None:
+        """Stop the loops, and hand the work they held to the other process, if any, which
+        takes it over at its next pass."""
         for loop in (self.ticker, self.staff_log, self.mirror, self.live_runs):
             if loop is not None:
                 loop.cancel()
-        # The other process, if any, takes this work over at its next pass.
         for loop in (self.staff_log, self.mirror, self.live_runs):
             if loop is not None and loop.lease is not None:
                 await loop.lease.give_back()
+
+    async def close(self) -> None:
+        await self.stop_work()
         # Runs started here and still being driven finish their step (or give the run back).
         await self.services.runner.aclose()
         await super().close()

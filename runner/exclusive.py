@@ -74,10 +74,23 @@ class WorkLeases:
         self.owner = owner
         self.seconds = seconds
         self._held: set[str] = set()
+        # When each lease held was last renewed, and the progress last recorded in it: a take
+        # or save that would change neither while most of the lease is left writes nothing (a
+        # loop passes at every nudge, and each write is a transaction on the one database).
+        self._renewed: dict[str, dt.datetime] = {}
+        self._saved: dict[str, tuple[int | None, tuple[int, ...]]] = {}
 
     def forget(self, name: str) -> None:
         """Treat the next take of ``name`` as fresh (this process lost track of its progress)."""
         self._held.discard(name)
+
+    def _renewal_due(self, name: str, now: dt.datetime) -> bool:
+        renewed = self._renewed.get(name)
+        return name not in self._held or renewed is None or now >= renewed + self._margin()
+
+    def _margin(self) -> dt.timedelta:
+        # Renewed once a third of the lease has passed: two thirds are always left.
+        return dt.timedelta(seconds=self.seconds / 3)
 
     def holds(self, name: str) -> bool:
         """Whether this process held ``name`` at its last take or save."""
@@ -85,6 +98,8 @@ class WorkLeases:
 
     async def take(self, name: str, now: dt.datetime) -> Taken | None:
         """Hold ``name`` for the next ``seconds``; None when another process holds it."""
+        if not self._renewal_due(name, now):
+            return Taken(False, None, frozenset(), None)
         try:
             before = await self._take(name, now)
         except LeaseHeld:
@@ -96,6 +111,9 @@ class WorkLeases:
             raise
         fresh = name not in self._held
         self._held.add(name)
+        self._renewed[name] = now
+        if fresh:
+            self._saved.pop(name, None)
         if before is None:
             return Taken(fresh, None, frozenset(), None)
         renewed = before["owner"] == self.owner and before["lease_until"] > now
@@ -114,10 +132,16 @@ class WorkLeases:
     async def save(self, name: str, position: int | None, done: Sequence[int], now: dt.datetime) -> bool:
         """Record the progress and renew; False (and no longer held) when another process took
         the lease over meanwhile."""
-        kept = await self._save(name, position, sorted(done), now)
+        progress = (position, tuple(sorted(done)))
+        if self._saved.get(name) == progress and not self._renewal_due(name, now):
+            return True
+        kept = await self._save(name, position, list(progress[1]), now)
         if not kept:
             self._held.discard(name)
-        return kept
+            return False
+        self._renewed[name] = now
+        self._saved[name] = progress
+        return True
 
     @retry_on_conflict
     async def _save(self, name: str, position: int | None, done: list[int], now: dt.datetime) -> bool:

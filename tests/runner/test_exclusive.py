@@ -84,16 +84,20 @@ async def test_a_takeover_starts_where_the_holder_got_to(engines: list[AsyncEngi
     assert first is not None and first.fresh and first.position is None
     assert await b.take("staff-log", at(1)) is None, "held by a"
     assert await a.save("staff-log", 42, [45, 44], at(2))
+    # Within the first third of the lease, a pass neither renews nor rewrites the same progress.
     renewed = await a.take("staff-log", at(3))
     assert renewed is not None and not renewed.fresh and renewed.lapsed_at is None
-    # a stops passing: its lease (last renewed at 3 s) runs out at 23 s.
-    assert await b.take("staff-log", at(3 + LEASE - 1)) is None
-    taken = await b.take("staff-log", at(3 + LEASE))
+    assert await a.save("staff-log", 42, [44, 45], at(4))
+    # Past it, a pass renews: the lease now runs out at 10 + LEASE.
+    assert await a.take("staff-log", at(10)) is not None
+    assert await b.take("staff-log", at(10 + LEASE - 1)) is None
+    # a stops passing: b takes it over when it runs out, where a got to.
+    taken = await b.take("staff-log", at(10 + LEASE))
     assert taken is not None and taken.fresh
-    assert (taken.position, taken.done, taken.lapsed_at) == (42, frozenset({44, 45}), at(3 + LEASE))
-    assert not await a.save("staff-log", 43, [], at(3 + LEASE + 1)), "a lost it and must stop"
+    assert (taken.position, taken.done, taken.lapsed_at) == (42, frozenset({44, 45}), at(10 + LEASE))
+    assert not await a.save("staff-log", 43, [], at(10 + LEASE + 1)), "a lost it and must stop"
     assert not a.holds("staff-log")
-    assert await a.take("staff-log", at(3 + LEASE + 2)) is None
+    assert await a.take("staff-log", at(10 + LEASE + 2)) is None
 
 
 async def test_a_lease_given_back_is_taken_over_at_once(engines: list[AsyncEngine]) -> None:
