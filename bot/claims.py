@@ -18,12 +18,13 @@ Choices:
 * **Autocomplete is claimed too.** Discord takes one answer to it, like any interaction; a
   second answer is an error in the loser's log, and its choices cost the loser database reads.
   One insert per keystroke is cheaper than both.
-* **The database cannot be reached: nobody answers.** The claim fails, so this process does not
-  act and stays silent; Discord shows the member that the application did not respond. Answering
-  "the database cannot be reached" instead could race the other process's real answer (a process
-  cut off from the database while the other is not) and tell a GM whose Confirm worked that it
-  failed, which is the defect this module exists to prevent. Nothing could be done anyway: every
-  command and button needs the database.
+* **The database cannot be reached: act on nothing, and say so late.** The claim fails, so this
+  process does not act. It answers the member that the database cannot be reached, as one
+  process always did, but only ``UNCLAIMED_ANSWER_AFTER`` seconds later, inside Discord's 3 s:
+  if the other process can reach the database it has claimed the interaction and answered it by
+  then (its answer takes milliseconds), and Discord refuses this late one (it is logged), so a
+  GM whose Confirm worked is never told it failed. Only when no process could claim it does the
+  member read the short message. Autocomplete gets no such answer (it takes no message).
 * **A press that needs what only one process holds** (the Publish and Cancel buttons of a
   ``/event publish`` preview, kept in the memory of the process that made it) is claimed at once
   by that process and only after ``DEFER_SECONDS`` by any other (``InteractionGate.elsewhere``),
@@ -46,16 +47,22 @@ from typing import Any
 import discord
 from discord.state import ConnectionState
 
+from bot.errors import DATABASE_DOWN, send_ephemeral
 from runner.clock import Clock
 from runner.db import DATABASE_ERRORS
 from runner.exclusive import ExternalClaims
 
 log = logging.getLogger(__name__)
 
+COMMAND, AUTOCOMPLETE = 2, 4
 KEEP = dt.timedelta(hours=1)
 PRUNE_EVERY = dt.timedelta(minutes=10)
 # How long a process lacking what an interaction needs waits before claiming it.
 DEFER_SECONDS = 0.5
+# How long a process that could not claim an interaction waits before answering that the
+# database cannot be reached: long after any process that claimed it has answered, well inside
+# Discord's 3 s.
+UNCLAIMED_ANSWER_AFTER = 2.0
 # How many of the last claims' ids and timings are kept in memory (for status and tests).
 RECENT = 1000
 
@@ -81,8 +88,9 @@ class InteractionGate:
         # Each says whether an interaction (its gateway payload) needs what another process holds.
         self.elsewhere: list[Callable[[Any], bool]] = []
 
-    async def admit(self, data: Any) -> bool:
-        """Claim the interaction in ``data`` (the gateway payload); True when this process won."""
+    async def admit(self, data: Any) -> bool | None:
+        """Claim the interaction in ``data`` (the gateway payload): True when this process won,
+        False when another did, None when it could not be claimed (the database)."""
         interaction_id = data.get("id")
         if any(check(data) for check in self.elsewhere):
             await asyncio.sleep(DEFER_SECONDS)
@@ -96,11 +104,11 @@ class InteractionGate:
                     "interaction %s not handled: the database cannot be reached: %s", interaction_id, exc
                 )
             self._unreachable = True
-            return False
+            return None
         except Exception:
             self.failed += 1
             log.exception("interaction %s not handled: its claim failed", interaction_id)
-            return False
+            return None
         self._unreachable = False
         self.claim_seconds.append(time.perf_counter() - started)
         if not mine:
@@ -144,8 +152,24 @@ class ClaimingState(ConnectionState):  # type: ignore[type-arg]
         self._claiming.add(task)
         task.add_done_callback(self._claiming.discard)
 
+    async def _answer_unclaimed(self, data: Any) -> None:
+        """Tell the member the database cannot be reached, unless another process answered: the
+        acknowledgement goes first, and Discord refuses it if the interaction was answered, in
+        which case nothing more is sent (a follow-up would reach the member whoever answered)."""
+        interaction = discord.Interaction(data=data, state=self)
+        try:
+            await interaction.response.defer(ephemeral=True, thinking=data.get("type") == COMMAND)
+        except discord.HTTPException as exc:
+            log.info("interaction %s was answered by another process (%s)", data.get("id"), exc.status)
+            return
+        await send_ephemeral(interaction, DATABASE_DOWN)
+
     async def _claimed(self, gate: InteractionGate, data: Any) -> None:
-        if not await gate.admit(data):
+        verdict = await gate.admit(data)
+        if verdict is None and data.get("type") != AUTOCOMPLETE:
+            await asyncio.sleep(UNCLAIMED_ANSWER_AFTER)
+            await self._answer_unclaimed(data)
+        if not verdict:
             return
         try:
             super().parse_interaction_create(data)

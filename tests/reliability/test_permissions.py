@@ -278,6 +278,9 @@ def now(env: simcord.Env) -> dt.datetime:
 # ── reading the database ──────────────────────────────────────────────────
 
 Snapshot = dict[str, list[tuple[Any, ...]]]
+# Which process handled which interaction, and which holds which work: written by every
+# interaction and renewed as time passes, whoever may do what.
+BOOKKEEPING = {"event_external_claims", "event_work_leases"}
 
 
 async def snapshot(engine: AsyncEngine) -> Snapshot:
@@ -285,6 +288,8 @@ async def snapshot(engine: AsyncEngine) -> Snapshot:
     out: Snapshot = {}
     async with engine.connect() as conn:
         for table in metadata.sorted_tables:
+            if table.name in BOOKKEEPING:
+                continue
             key = ", ".join(column.name for column in table.primary_key.columns)
             result = await conn.exec_driver_sql(f"SELECT * FROM {table.name} ORDER BY {key}")
             out[table.name] = [tuple(row) for row in result.all()]
