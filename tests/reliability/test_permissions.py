@@ -327,11 +327,12 @@ class Stage:
 
 async def start_run(world: World) -> None:
     """Start the event through the engine (not through the bot's permission layer) and let the
-    bot's tick loop carry it as far as it goes."""
+    bot's tick loop carry it as far as it goes, and the run's live message catch up with it (an
+    edit waits out its gap after the post)."""
     with world.env.time_context():
         result = await world.bot.services.controls.start("raid", actor="setup")
     assert result.ok and result.run_id == RUN, result
-    await world.env.advance_time(TICK)
+    await world.env.advance_time(TICK + EDIT_GAP)
 
 
 async def stage(world: World, control: str, actor: str) -> Stage:
