@@ -34,6 +34,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.channel_budget import ChannelBudget
+from bot.claims import ClaimingState, InteractionGate
 from bot.clock import DiscordClock
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import DATABASE_ERRORS, StartupError
@@ -51,9 +52,11 @@ from bot.startup import (
 )
 from bot.ticker import Ticker
 from bot.tree import GuardedTree
+from bot.work_lease import LEASE_PASSES, WorkLease
 from runner.clock import Clock
 from runner.db import create_engine
 from runner.engine import RunnerSettings, serving_settings
+from runner.exclusive import ExternalClaims, WorkLeases
 from runner.listings import ListingService
 from runner.migrate import alembic_config, current_revision
 from wiring.config import Config
@@ -105,10 +108,17 @@ class EventBot(commands.Bot):
             on_change=self.nudge,
             drive_starts=True,
         )
+        # Another process may share the token and the database: each interaction is claimed
+        # before it is parsed (``bot.claims``), and the loops below hold a lease on their work.
+        process = self.services.runner.owner
+        self.interaction_gate = InteractionGate(ExternalClaims(engine, process), self.clock)
+        self._connection.gate = self.interaction_gate
+        self.work_leases = WorkLeases(engine, process, seconds=LEASE_PASSES * config.tick_interval_seconds)
         self.ticker: Ticker | None = None
         self.staff_log: StaffLog | None = None
         # What /event publish previewed and waits for Publish or Cancel: this process's alone.
         self.publish_drafts = Drafts()
+        self.interaction_gate.elsewhere.append(self.publish_drafts.elsewhere)
         # The live run messages: their own loop, so a slow or refused edit never holds up a run.
         self.live_runs = LiveRuns(self, interval=config.tick_interval_seconds)
         events = config.discord_events
@@ -126,6 +136,16 @@ class EventBot(commands.Bot):
             ),
             interval=config.tick_interval_seconds,
         )
+
+    def _get_state(self, **options: Any) -> ClaimingState:
+        # discord.py's own ``Client._get_state``, with the state that claims interactions.
+        return ClaimingState(
+            dispatch=self.dispatch, handlers=self._handlers, hooks=self._hooks, http=self.http, **options
+        )
+
+    def lease_for(self, work: str) -> WorkLease:
+        """The lease on ``work``, which only one process sharing the database does at a time."""
+        return WorkLease(self.work_leases, work, self.clock.now)
 
     @classmethod
     def of(cls, interaction: discord.Interaction) -> EventBot:
@@ -171,6 +191,7 @@ class EventBot(commands.Bot):
             self.engine,
             self.services.versions,
             interval=self.config.tick_interval_seconds,
+            lease=self.lease_for("staff-log"),
         )
         await self.staff_log.prime()
         await self.live_runs.prime()
@@ -199,10 +220,18 @@ class EventBot(commands.Bot):
         if self.ticker is not None:
             self.ticker.nudge()
 
-    async def close(self) -> None:
+    async def stop_work(self) -> None:
+        """Stop the loops, and hand the work they held to the other process, if any, which
+        takes it over at its next pass."""
         for loop in (self.ticker, self.staff_log, self.mirror, self.live_runs):
             if loop is not None:
                 loop.cancel()
+        for loop in (self.staff_log, self.mirror, self.live_runs):
+            if loop is not None and loop.lease is not None:
+                await loop.lease.give_back()
+
+    async def close(self) -> None:
+        await self.stop_work()
         # Runs started here and still being driven finish their step (or give the run back).
         await self.services.runner.aclose()
         if self.ticker is not None:

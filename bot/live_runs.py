@@ -33,7 +33,10 @@ Choices where the issue is silent:
   A post is claimed in its row before it is sent; a process that died between the post and
   storing its id leaves the claim to expire, and the next post carries the same nonce, so
   Discord (within its dedupe window) answers with the message already posted: it is adopted.
-* **Who posts.** Only the process that can see the staff channel (the one holding its guild).
+* **Who posts.** Only the process that can see the staff channel (the one holding its guild),
+  and of several that can, the one holding the ``live-run-messages`` lease (``bot.work_lease``).
+  A process taking the lease over starts as a restart does: from now, with every open message
+  and every run in flight that has none, so what moved while nobody held it is shown too.
 """
 
 from __future__ import annotations
@@ -90,6 +93,7 @@ class LiveRuns:
         self._deleted: dict[int, int] = {}
         self._open: int | None = None
         bot.add_listener(self.on_raw_message_delete, "on_raw_message_delete")
+        self.lease = bot.lease_for("live-run-messages")
         self.loop = WakeableLoop(
             self.pass_once, interval=interval, name="eventbot-live-runs", before=self._ready
         )
@@ -150,6 +154,15 @@ class LiveRuns:
         interval = self.loop.interval
         channel_id = self.channel_id
         channel = self.bot.get_channel(channel_id) if channel_id is not None else None
+        if channel is not None:
+            taken = await self.lease.take()
+            if taken is None:
+                # Another process posts and edits; what this one knew is stale when it takes over.
+                self.cursor = None
+                self.dirty.clear()
+                return interval
+            if taken.fresh:
+                self.cursor = None
         try:
             if self.cursor is None:
                 await self._prime()

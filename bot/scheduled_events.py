@@ -66,6 +66,9 @@ class Mirror:
         self._reported: set[tuple[int | None, str]] = set()
         # The missing Manage Events permission was shown (once per process).
         self._permission_reported = False
+        # Of several processes on one database, only the holder mirrors (each listing is
+        # claimed row by row as well, so even two passes at once create one event).
+        self.lease = bot.lease_for("events-mirror")
         self.loop = WakeableLoop(
             self.pass_once, interval=interval, name="eventbot-mirror", before=self._ready
         )
@@ -100,6 +103,8 @@ class Mirror:
         guild = self.guild
         if guild is None:
             return interval  # not this process's guild: the one that holds it mirrors
+        if await self.lease.take() is None:
+            return interval  # another process mirrors
         try:
             if self.may_manage_events() is False and not self._permission_reported:
                 await self._preflight()

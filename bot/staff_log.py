@@ -16,10 +16,15 @@ the channel is shared with the live run messages).
 
 Each line once, and where it starts (the choices where the issue is silent):
 
-* **From now, at every start.** The cursor is the newest log id when the poster starts, held in
-  memory only: a restart never reposts history. The price is that lines written while no poster
-  was running (the bot was down or restarting) are not posted; they remain in the run log,
-  ``/event status`` and the CLI.
+* **From now, at every start.** The cursor is the newest log id when the poster starts: a
+  restart never reposts history. The price is that lines written while no poster was running
+  (the bot was down) are not posted; they remain in the run log, ``/event status`` and the CLI.
+* **One poster among processes, and a takeover starts where the last one stopped.** With a
+  ``lease`` (``bot.work_lease``), only the process holding the ``staff-log`` lease posts. The
+  holder records its cursor and the lines it posted past it with each message sent; a process
+  taking the lease over (the holder stopped, died, or gave it back on shutdown) starts exactly
+  there, so a failover or a rolling restart loses no line and posts none twice. A lease that ran
+  out more than ``RESUME_WITHIN`` ago is old history: the taker starts from now, as above.
 * **A pass that fails half-way posts the rest later, never again what went out.** The cursor
   moves past a message's lines only once the message went out; the lines of a message Discord
   answered but refused (4xx) are dropped with a warning, never retried; a message that failed
@@ -58,7 +63,9 @@ from bot.errors import DATABASE_ERRORS
 from bot.log_bursts import summarise
 from bot.log_lines import LOGGED_EVENTS, Line, Link, batch, fold, latest_post, word
 from bot.ticker import WakeableLoop
+from bot.work_lease import WorkLease
 from runner.catalog import VersionCache
+from runner.exclusive import Taken
 from runner.history import Entry
 from runner.views import RunView, latest_log_id, live_message_of, log_after, run_view
 from wiring.config import Config
@@ -78,6 +85,8 @@ LINK_WAIT = 15.0
 LINK_RETRY = 1.0
 # Failures that say nothing about the message itself: it may go through next time.
 TRANSIENT = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
+# A takeover resumes from the last holder's cursor if its lease ran out at most this long ago.
+RESUME_WITHIN = dt.timedelta(minutes=10)
 
 
 def transient(exc: BaseException) -> bool:
@@ -101,8 +110,11 @@ class StaffLog:
         versions: VersionCache,
         *,
         interval: float,
+        lease: WorkLease | None = None,
     ) -> None:
         self.bot = bot
+        # Without a lease (a test's bare client), this process is the only poster.
+        self.lease = lease
         self.config = config
         self.engine = engine
         self.versions = versions
@@ -131,7 +143,10 @@ class StaffLog:
         if self.channel_id is None:
             return
         try:
-            self.cursor = await latest_log_id(self.engine)
+            if self.lease is None:
+                self.cursor = await latest_log_id(self.engine)
+            elif (taken := await self.lease.take()) is not None:
+                await self._resume(taken)
         except DATABASE_ERRORS as exc:
             log.warning(
                 "staff log: database unreachable at start; will start from the first line read: %s", exc
@@ -171,7 +186,41 @@ class StaffLog:
     async def _ready(self) -> None:
         await self.bot.wait_until_ready()
 
+    async def _resume(self, taken: Taken) -> None:
+        """This process has just taken the lease: start where the last holder got to (or, when
+        there was none lately, from now), and record that start at once."""
+        assert self.lease is not None
+        recent = taken.lapsed_at is None or self._now() - taken.lapsed_at <= RESUME_WITHIN
+        if taken.position is not None and recent:
+            self.cursor, self._posted = taken.position, set(taken.done)
+        else:
+            self.cursor, self._posted = await latest_log_id(self.engine), set()
+        self._tries = {}
+        await self.lease.save(self.cursor, self._posted)
+
     async def post_new(self) -> float:
+        if self.lease is None:
+            return await self._post_new()
+        if self.bot.get_channel(self.channel_id or 0) is None:
+            return self.loop.interval  # cannot post here: leave the work to a process that can
+        try:
+            taken = await self.lease.take()
+            if taken is not None and taken.fresh:
+                await self._resume(taken)
+        except DATABASE_ERRORS as exc:
+            log.debug("staff log: database unreachable: %s", exc)
+            self.lease.forget()
+            taken = None
+        if taken is None:
+            # Another process posts; whatever this one knew is stale when it takes over.
+            self.cursor, self._posted = None, set()
+            return self.loop.interval
+        delay = await self._post_new()
+        if self.cursor is not None and not await self.lease.save(self.cursor, self._posted):
+            self.cursor, self._posted = None, set()
+        return delay
+
+    async def _post_new(self) -> float:
         interval = self.loop.interval
         try:
             if self.cursor is None:
@@ -247,6 +296,10 @@ class StaffLog:
                 if isinstance(exc, (discord.Forbidden, discord.NotFound)):
                     return len(lines)  # the channel itself refuses: the rest would fare no better
             self._posted.update(ids)
+            # Recorded with each message, so a process taking over never posts these again; a
+            # lease lost meanwhile (this pass outlasted it) stops the pass: the taker posts on.
+            if self.lease is not None and not await self.lease.save(self.cursor, self._posted):
+                return span.stop
         self._tries = {}
         return len(lines)
 

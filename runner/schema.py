@@ -47,6 +47,7 @@ __all__ = [
     "RUN_TICKABLE",
     "STEP_OPEN",
     "definitions",
+    "external_claims",
     "listings",
     "live_messages",
     "metadata",
@@ -56,6 +57,7 @@ __all__ = [
     "runs",
     "steps",
     "versions",
+    "work_leases",
 ]
 
 
@@ -334,4 +336,33 @@ run_summaries = sa.Table(
     sa.Column("created_at", _utc_datetime(), nullable=False),
     sa.Index("idx_evsum_ended", "ended_at"),
     sa.Index("idx_evsum_pruning", "pruned_at", "run_id"),
+)
+
+external_claims = sa.Table(
+    "event_external_claims",
+    metadata,
+    # One row per external event (an id given by the front end, such as a Discord interaction's
+    # snowflake) that a process took on. Inserted before anything acts: its primary key is what
+    # lets exactly one of several processes that all received the event handle it.
+    sa.Column("external_id", sa.String(64), primary_key=True),
+    sa.Column("claimed_by", sa.String(64), nullable=False),
+    sa.Column("claimed_at", _utc_datetime(), nullable=False),
+    # Old claims are pruned by age.
+    sa.Index("idx_evclaim_at", "claimed_at"),
+)
+
+work_leases = sa.Table(
+    "event_work_leases",
+    metadata,
+    # One row per piece of work only one process may do at a time (posting the staff log, the
+    # live messages, the Events-tab mirror): who holds it and until when. Another process takes
+    # it over once ``lease_until`` is past.
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("owner", sa.String(64), nullable=True),
+    sa.Column("lease_until", _utc_datetime(), nullable=False),
+    # Where the holder got to (a run-log id, for the staff log) and the items past it it has
+    # already dealt with, so whoever takes over starts exactly there.
+    sa.Column("position", _big_id(), nullable=True),
+    sa.Column("done", sa.JSON, nullable=True),
+    sa.Column("updated_at", _utc_datetime(), nullable=False),
 )

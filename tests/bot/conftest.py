@@ -116,6 +116,10 @@ class Sim:
         """(Re)start the bot process: a new ``create_bot``; only the database and the simulated
         world carry over."""
         bot = create_bot(config or self.config, self.engine, **options)
+        if isinstance(self.env.bot, EventBot):
+            # A restart is a clean stop, as SIGTERM or Ctrl-C make it: the work the old process
+            # held moves at once (a crash, which waits for its leases: test_active_active).
+            await self.env.bot.stop_work()
         await self.env.restart_bot(bot)
         await sync_tree(bot, self.guild.id)
         self.bots.append(bot)

@@ -278,6 +278,9 @@ def now(env: simcord.Env) -> dt.datetime:
 # ── reading the database ──────────────────────────────────────────────────
 
 Snapshot = dict[str, list[tuple[Any, ...]]]
+# Which process handled which interaction, and which holds which work: written by every
+# interaction and renewed as time passes, whoever may do what.
+BOOKKEEPING = {"event_external_claims", "event_work_leases"}
 
 
 async def snapshot(engine: AsyncEngine) -> Snapshot:
@@ -285,6 +288,8 @@ async def snapshot(engine: AsyncEngine) -> Snapshot:
     out: Snapshot = {}
     async with engine.connect() as conn:
         for table in metadata.sorted_tables:
+            if table.name in BOOKKEEPING:
+                continue
             key = ", ".join(column.name for column in table.primary_key.columns)
             result = await conn.exec_driver_sql(f"SELECT * FROM {table.name} ORDER BY {key}")
             out[table.name] = [tuple(row) for row in result.all()]
@@ -322,11 +327,12 @@ class Stage:
 
 async def start_run(world: World) -> None:
     """Start the event through the engine (not through the bot's permission layer) and let the
-    bot's tick loop carry it as far as it goes."""
+    bot's tick loop carry it as far as it goes, and the run's live message catch up with it (an
+    edit waits out its gap after the post)."""
     with world.env.time_context():
         result = await world.bot.services.controls.start("raid", actor="setup")
     assert result.ok and result.run_id == RUN, result
-    await world.env.advance_time(TICK)
+    await world.env.advance_time(TICK + EDIT_GAP)
 
 
 async def stage(world: World, control: str, actor: str) -> Stage:

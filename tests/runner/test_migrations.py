@@ -18,7 +18,7 @@ from runner.migrate import alembic_config, current_revision, drift, upgrade
 from runner.schema import run_log, runs, steps
 from runner.sql import runs as runs_sql
 
-HEAD = "0008"
+HEAD = "0009"
 # What each revision after 0006 adds: a database at an earlier revision lacks these too.
 ADDED_BY = {
     "0007": {
@@ -28,6 +28,11 @@ ADDED_BY = {
         ("add_index", "idx_evsum_pruning"),
     },
     "0008": {("add_table", "runner_processes")},
+    "0009": {
+        ("add_table", "event_external_claims"),
+        ("add_table", "event_work_leases"),
+        ("add_index", "idx_evclaim_at"),
+    },
 }
 
 
@@ -258,3 +263,17 @@ async def test_0004_downgrades_to_the_labels_and_the_old_occurrence_key(empty_en
     # SQLite hands the text back; both read as the same instants.
     got = [(i, m if isinstance(m, dt.datetime) else dt.datetime.fromisoformat(m)) for i, m in moments]
     assert got == [(1, T0), (2, T0 + one), (3, T0 + 2 * one)]
+
+
+async def test_0009_adds_the_claims_and_work_leases_tables_and_its_downgrade_drops_them(
+    empty_engine: AsyncEngine,
+) -> None:
+    tables = {"event_external_claims", "event_work_leases"}
+    await _alembic(empty_engine, "upgrade", "0008")
+    assert not tables & await _tables(empty_engine)
+    await _alembic(empty_engine, "upgrade", "0009")
+    assert tables <= await _tables(empty_engine)
+    assert {(d[0], d[1].name) for d in await drift(empty_engine)} == added_after("0009")
+    await _alembic(empty_engine, "downgrade", "0008")
+    assert not tables & await _tables(empty_engine)
+    assert "runner_processes" in await _tables(empty_engine)
