@@ -20,7 +20,7 @@ one control:
   reply, and every row of every table is unchanged, byte for byte, also after a few more ticks.
 
 The config grants ``start``, ``control``, ``rehearse`` and ``publish`` to moderator and admin,
-``cue`` to GM and admin. Reading (``status``, ``list``) needs any one capability. The actors:
+``cue`` to GM and admin. Reading (``status``, ``list``, ``upcoming``, ``health``) needs any one capability. The actors:
 
 * ``nobody``: a member of the bot's guild with no role;
 * ``gm``, ``moderator``, ``admin``: one configured role each;
@@ -85,6 +85,7 @@ CONTROLS = (
     "status",
     "list",
     "upcoming",
+    "health",
     "validate",
     "publish",
     "cue Confirm",
@@ -95,7 +96,7 @@ CONTROLS = (
 # The buttons among them; the rest are ``/event`` subcommands.
 BUTTONS = ("cue Confirm", "cue Skip", "Start anyway", "Rehearse anyway")
 # The ones that only read.
-READS = ("status", "list", "upcoming")
+READS = ("status", "list", "upcoming", "health")
 # The ones that start a run (tried with nothing in flight).
 STARTS = ("start", "rehearse", "Start anyway", "Rehearse anyway")
 # The ones that take a definition file (tried with nothing in flight); a preview stores nothing.
@@ -121,6 +122,7 @@ CAPABILITY = {
     "status": "staff",
     "list": "staff",
     "upcoming": "staff",
+    "health": "staff",
     "validate": "publish",
     "publish": "publish",
     "cue Confirm": "cue",
@@ -149,6 +151,7 @@ MATRIX = {
     "status": ("-", "Y", "Y", "Y", "-", "-"),
     "list": ("-", "Y", "Y", "Y", "-", "-"),
     "upcoming": ("-", "Y", "Y", "Y", "-", "-"),
+    "health": ("-", "Y", "Y", "Y", "-", "-"),
     "validate": ("-", "-", "Y", "Y", "-", "-"),
     "publish": ("-", "-", "Y", "Y", "-", "-"),
     "cue Confirm": ("-", "Y", "-", "Y", "-", "-"),
@@ -278,9 +281,9 @@ def now(env: simcord.Env) -> dt.datetime:
 # ── reading the database ──────────────────────────────────────────────────
 
 Snapshot = dict[str, list[tuple[Any, ...]]]
-# Which process handled which interaction, and which holds which work: written by every
-# interaction and renewed as time passes, whoever may do what.
-BOOKKEEPING = {"event_external_claims", "event_work_leases"}
+# Which process handled which interaction, which holds which work, and each process's heartbeat:
+# written by every interaction and renewed as time passes, whoever may do what.
+BOOKKEEPING = {"event_external_claims", "event_work_leases", "runner_processes"}
 
 
 async def snapshot(engine: AsyncEngine) -> Snapshot:
@@ -404,6 +407,7 @@ async def act(world: World, control: str, actor: str, staged: Stage) -> simcord.
         "status": {"run": RUN},
         "list": {},
         "upcoming": {},
+        "health": {},
         "validate": {"file": retold()},
         "publish": {"file": retold()},
     }[control]
