@@ -171,46 +171,30 @@ async def run_view(engine: AsyncEngine, run_id: int, versions: catalog.VersionCa
                 )
             )
         phases.append(PhaseView(phase_key, phase_label, phase_key == run["current_phase"], step_views))
-    if definition_row is not None:
-        key, title = definition_row["key"], definition_row["title"]
-    else:
-        key, title = (definition.key, definition.title) if definition else ("?", f"run {run_id}")
-    return RunView(
-        id=run_id,
-        definition_key=key,
-        title=definition.title if definition is not None else title,
-        scope=run["scope"],
-        status=run["status"],
-        health=run["health"],
-        rehearsal=bool(run["rehearsal"]),
-        current_phase=run["current_phase"],
-        scheduled_for=run["scheduled_for"],
-        started_at=run["started_at"],
-        ended_at=run["ended_at"],
-        started_by=started_by,
-        last_error=run["last_error"],
-        version_id=int(run["version_id"]),
-        phases=phases,
-        unreadable=unreadable,
-    )
+    key, title = _names(run, definition_row, definition)
+    return _from_row(run, key, title, started_by, unreadable, phases=phases)
 
 
-def _pruned_view(
-    run: Any,
-    definition_row: Any,
-    definition: EventDefinition | None,
-    unreadable: str | None,
-    kept: Any,
-) -> RunView:
-    """A run whose steps and history retention pruned: its row, and the summary kept of it."""
+def _names(run: Any, definition_row: Any, definition: EventDefinition | None) -> tuple[str, str]:
+    """The run's event key and title: the version's when it can be read, else the definition
+    row's, else a stand-in that still names the run."""
+    key = definition_row["key"] if definition_row is not None else definition.key if definition else "?"
     if definition is not None:
-        key, title = definition.key, definition.title
-    else:
-        key, title = ("?", f"run {run['id']}")
-    if definition_row is not None:
-        key = definition_row["key"]
-        title = title if definition is not None else definition_row["title"]
-    name = kept["started_by_name"]
+        return key, definition.title
+    return key, definition_row["title"] if definition_row is not None else f"run {run['id']}"
+
+
+def _from_row(
+    run: Any,
+    key: str,
+    title: str,
+    started_by: Actor | None,
+    unreadable: str | None,
+    *,
+    phases: list[PhaseView] | None = None,
+    pruned: PrunedRun | None = None,
+) -> RunView:
+    """The view of a run's row, with what was read beside it (its steps, or its summary)."""
     return RunView(
         id=int(run["id"]),
         definition_key=key,
@@ -223,10 +207,32 @@ def _pruned_view(
         scheduled_for=run["scheduled_for"],
         started_at=run["started_at"],
         ended_at=run["ended_at"],
-        started_by=None if name is None else Actor(kept["started_by_id"], str(name)),
+        started_by=started_by,
         last_error=run["last_error"],
         version_id=int(run["version_id"]),
+        phases=phases or [],
         unreadable=unreadable,
+        pruned=pruned,
+    )
+
+
+def _pruned_view(
+    run: Any,
+    definition_row: Any,
+    definition: EventDefinition | None,
+    unreadable: str | None,
+    kept: Any,
+) -> RunView:
+    """A run whose steps and history retention pruned: its row, and the summary kept of it."""
+    key, title = _names(run, definition_row, definition)
+    name = kept["started_by_name"]
+    started_by = None if name is None else Actor(kept["started_by_id"], str(name))
+    return _from_row(
+        run,
+        key,
+        title,
+        started_by,
+        unreadable,
         pruned=PrunedRun(
             steps=dict(kept["steps"] or {}),
             reminders=dict(kept["reminders"] or {}),

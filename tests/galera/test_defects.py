@@ -9,7 +9,7 @@ waits to commit, node 0 commits a write to the same row; node 1 then refuses our
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -42,6 +42,23 @@ def conflict_at_the_claims_commit(
     world: World, cluster: GaleraCluster, database: str, monkeypatch: pytest.MonkeyPatch
 ) -> list[int]:
     """At the COMMIT of the first step claim, node 0 writes the same step row first."""
+    return on_node_0_at_the_first_claims_commit(
+        world,
+        cluster,
+        monkeypatch,
+        lambda step_id: (
+            f"UPDATE `{database}`.{steps.name} SET updated_at = updated_at WHERE id = {step_id}; "
+            f"UPDATE `{database}`.{steps.name} SET note = 'touched on node 0' WHERE id = {step_id};"
+        ),
+    )
+
+
+def on_node_0_at_the_first_claims_commit(
+    world: World, cluster: GaleraCluster, monkeypatch: pytest.MonkeyPatch, sql: Callable[[int], str]
+) -> list[int]:
+    """While the first step claim's COMMIT is pending on the world's node, node 0 runs ``sql``
+    (given the claimed step's id) and commits first. Answers the claims made, with -1 where
+    node 0 wrote."""
     claims: list[int] = []
     original = step_leases.claim
 
@@ -56,12 +73,7 @@ def conflict_at_the_claims_commit(
     def other_node_first(_conn: Any) -> None:
         if len(claims) == 1:
             claims.append(-1)  # once only
-            cluster.execute_sql(
-                0,
-                "SET SESSION wsrep_sync_wait = 1; "
-                f"UPDATE `{database}`.{steps.name} SET updated_at = updated_at WHERE id = {claims[0]}; "
-                f"UPDATE `{database}`.{steps.name} SET note = 'touched on node 0' WHERE id = {claims[0]};",
-            )
+            cluster.execute_sql(0, "SET SESSION wsrep_sync_wait = 1; " + sql(claims[0]))
 
     return claims
 
@@ -225,26 +237,14 @@ async def test_defect_galera_a_pause_committed_on_another_node_stops_a_claim_wai
 
         world.register(build_action("test.noop", noop))
         run_id = await world.seed_run([phase("one", step("test.noop"), step("test.noop"))])
-        claims: list[int] = []
-        original = step_leases.claim
-
-        async def claim(conn: Any, step_id: int, **kw: Any) -> bool:
-            won = await original(conn, step_id, **kw)
-            claims.append(step_id)
-            return won
-
-        monkeypatch.setattr(step_leases, "claim", claim)
-
-        @event.listens_for(world.engine.sync_engine, "commit")
-        def paused_on_node_0_first(_conn: Any) -> None:
-            if len(claims) == 1:
-                claims.append(-1)  # once only
-                galera_cluster.execute_sql(
-                    0,
-                    "SET SESSION wsrep_sync_wait = 1; "
-                    f"UPDATE `{galera_database.name}`.{runs.name} SET status = 'paused' WHERE id = {run_id};",
-                )
-
+        claims = on_node_0_at_the_first_claims_commit(
+            world,
+            galera_cluster,
+            monkeypatch,
+            lambda _: (
+                f"UPDATE `{galera_database.name}`.{runs.name} SET status = 'paused' WHERE id = {run_id};"
+            ),
+        )
         retried = CONFLICTS.retried
         await world.tick()
         assert claims and claims[1] == -1, f"the pause landed while the first claim waited: {claims}"
