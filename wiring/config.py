@@ -358,6 +358,9 @@ def _problems(exc: ValidationError, from_env: Mapping[str, str]) -> list[str]:
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] in ("extra_forbidden", "invalid_key"):
             message = "unknown key"
+        elif err["type"] in ("model_type", "dict_type"):
+            # pydantic says "a valid dictionary or instance of RetentionSettings": a class name.
+            message = "must be a mapping of keys, each on its own line indented under it"
         if not loc:
             out.extend(message.split("; "))
             continue

@@ -370,11 +370,13 @@ def _check_problem(problem: str, case: Case) -> None:
         "cannot read the config file"
     ):
         return
-    named = [key for key in (*FIELDS, "token") if problem.startswith((f"{key}:", f"{key}.", f"{key} ("))]
+    # "key: ", not "key:": a mutated key can be an existing one with ":more" after it, and its
+    # problem ("rehearsal_speed:hold_waits_in_process: unknown key") is not rehearsal_speed's.
+    named = [key for key in (*FIELDS, "token") if problem.startswith((f"{key}: ", f"{key}.", f"{key} ("))]
     if not named:
         # Read the file again only now (it is what costs): a mutation may have made new keys.
         keys = _top_level_keys(case.data)
-        named = [key for key in keys if problem.startswith((f"{key}:", f"{key}.", f"{key} ("))]
+        named = [key for key in keys if problem.startswith((f"{key}: ", f"{key}.", f"{key} ("))]
     if not named:
         # A key too odd to print as it is: shown quoted, cut short, or hidden.
         assert (

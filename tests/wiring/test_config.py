@@ -259,3 +259,11 @@ def test_retention_defaults_to_30_days_is_switched_off_by_0_or_null_and_refuses_
     ]:
         problems = problems_of(write_yaml(tmp_path / "config.yaml", {"retention": bad}))
         assert any(p.startswith(where) for p in problems), problems
+
+
+@pytest.mark.parametrize("section", ["retention", "discord_events", "announce"])
+def test_a_section_that_is_not_a_mapping_says_so_in_words(tmp_path: Path, section: str) -> None:
+    """Found by the config fuzz: ``retention: 5`` was refused with pydantic's "Input should be a
+    valid dictionary or instance of RetentionSettings", a class name no one wrote."""
+    problems = problems_of(write_yaml(tmp_path / "c.yaml", {section: 5}))
+    assert problems == [f"{section}: must be a mapping of keys, each on its own line indented under it"]
