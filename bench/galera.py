@@ -22,26 +22,16 @@ import asyncio
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from bench.backends import Backend, fresh_database
 from bench.results import Options, Result
 from tests.galera.conftest import own_galera_database
-from tests.galera.fleet import Fleet, publish_runs, run_fleet
+from tests.galera.fleet import CHILD, Fleet, publish_runs, run_fleet
 from tests.reliability.harness import Verdict, judge_completion, judge_deliveries
 from tests.support.galera_cluster import GaleraCluster
 
 RUNS, QUICK_RUNS = 1000, 300
 STEPS = 2
-CHILD: dict[str, Any] = {
-    "lease_seconds": 20,
-    "margin_seconds": 10,
-    "budget_ms": 2000,
-    "max_sleep": 0.004,
-    "retry_seconds": 1.0,
-    "interval": 0.2,
-    "concurrent_runs": 16,
-}
 
 
 def _exactly_once(fleet: Fleet) -> list[str]:

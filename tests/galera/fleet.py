@@ -186,3 +186,15 @@ async def run_fleet(
         node_conflicts=node_conflicts,
         logs="\n".join(c.stderr.read_text(errors="replace") for c in children),
     )
+
+
+# The child runners' options, for the cluster tests and the bench alike.
+CHILD: dict[str, Any] = {
+    "lease_seconds": 20,
+    "margin_seconds": 10,
+    "budget_ms": 2000,
+    "max_sleep": 0.004,
+    "retry_seconds": 1.0,
+    "interval": 0.2,
+    "concurrent_runs": 16,
+}

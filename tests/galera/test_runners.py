@@ -21,21 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from tests.galera.conftest import GaleraDatabase
-from tests.galera.fleet import publish_runs, run_fleet
+from tests.galera.fleet import CHILD, publish_runs, run_fleet
 from tests.reliability.harness import Child, Verdict, judge_completion, judge_deliveries, judge_leases
 from tests.support.galera_cluster import GaleraCluster
 
 RUNS = int(os.environ.get("EVENTBOT_GALERA_RUNS", "1000"))
 STEPS_PER_RUN = int(os.environ.get("EVENTBOT_GALERA_STEPS", "1"))
-CHILD: dict[str, Any] = {
-    "lease_seconds": 20,
-    "margin_seconds": 10,
-    "budget_ms": 2000,
-    "max_sleep": 0.004,
-    "retry_seconds": 1.0,
-    "interval": 0.2,
-    "concurrent_runs": 16,
-}
 STEP_LEASE = dt.timedelta(seconds=CHILD["budget_ms"] / 1000 + CHILD["margin_seconds"])
 
 
