@@ -9,7 +9,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from runner.history.events import Actor, Event, Kind, RunStatusChanged, parse_event
+from runner.history.events import Event, RunStatusChanged, parse_event
+from runner.kinds import Actor, Kind
 from runner.sql import retention as retention_sql
 from runner.sql import run_log as run_log_sql
 
