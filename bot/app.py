@@ -53,11 +53,11 @@ from bot.startup import (
 from bot.ticker import Ticker
 from bot.tree import GuardedTree
 from bot.work_lease import LEASE_PASSES, WorkLease
+from bridge.exclusive import ExternalClaims, WorkLeases
+from bridge.listings import ListingService
 from runner.clock import Clock
 from runner.db import create_engine
 from runner.engine import RunnerSettings, serving_settings
-from runner.exclusive import ExternalClaims, WorkLeases
-from runner.listings import ListingService
 from runner.migrate import alembic_config, current_revision
 from wiring.config import Config
 from wiring.services import Services, assemble

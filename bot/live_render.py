@@ -1,4 +1,4 @@
-"""A run's live message as Discord shows it: ``runner.views.LiveView`` to a ``discord.Embed``.
+"""A run's live message as Discord shows it: ``bridge.live.LiveView`` to a ``discord.Embed``.
 
 Plain functions, so the loop that keeps the message edited (``bot.live_runs``) only decides
 when to send; what a moderator reads is decided here, within Discord's limits (every line is
@@ -16,7 +16,7 @@ import discord
 
 from actions import limits
 from bot.rendering import STATUS_COLOURS, clip, fit, fit_list, person, run_name, timestamp
-from runner.views import HumanAction, LiveView, PostedLink, Waiting, WaitKind
+from bridge.live import HumanAction, LiveView, PostedLink, Waiting, WaitKind
 
 # What the embed's title says for each status: the one word a moderator scans for.
 HEADLINES = {

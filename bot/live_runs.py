@@ -4,7 +4,7 @@ starts and edited as it moves until it ends (a last edit showing how it ended, t
 It follows the run log by cursor, as the staff log and the Events-tab mirror do, in a loop of its
 own (``WakeableLoop``, nudged after every tick), so it never holds up a run; a Discord or
 database error is logged once per run and kind and retried after a back-off, never raised into
-the loop. What a message shows is ``runner.views.LiveView``, rendered by ``bot.live_render``.
+the loop. What a message shows is ``bridge.live.LiveView``, rendered by ``bot.live_render``.
 
 Staying inside Discord's limits:
 
@@ -52,7 +52,7 @@ import discord
 from bot.errors import DATABASE_ERRORS
 from bot.live_render import digest, live_embed
 from bot.ticker import WakeableLoop
-from runner.views import LiveMessages, LiveRow, LiveView, live_view
+from bridge.live import LiveMessages, LiveRow, LiveView, live_view
 
 if TYPE_CHECKING:
     from bot.app import EventBot

@@ -9,7 +9,7 @@ degraded or stalled, and a reminder that did not go out. The words are ``bot.log
 
 Each line carries a jump link to the message it concerns: a cue action its cue, a step's
 failure the message the step posted, if it posted one; any other line the run's live message
-(``runner.views.live_message_of``), or, while the run has none, the last message the run posted.
+(``bridge.live.live_message_of``), or, while the run has none, the last message the run posted.
 A burst (more than ``bot.log_bursts.BURST`` lines of one kind for one event in one pass) is one
 summary line. Every message takes a slot of the channel's budget first (``bot.channel_budget``:
 the channel is shared with the live run messages).
@@ -64,10 +64,11 @@ from bot.log_bursts import summarise
 from bot.log_lines import LOGGED_EVENTS, Line, Link, batch, fold, latest_post, word
 from bot.ticker import WakeableLoop
 from bot.work_lease import WorkLease
+from bridge.exclusive import Taken
+from bridge.live import live_message_of
 from runner.catalog import VersionCache
-from runner.exclusive import Taken
 from runner.history import Entry
-from runner.views import RunView, latest_log_id, live_message_of, log_after, run_view
+from runner.views import RunView, latest_log_id, log_after, run_view
 from wiring.config import Config
 
 log = logging.getLogger(__name__)

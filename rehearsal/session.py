@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from bridge.listings import Desired, desired_state
 from rehearsal import transcript
 from rehearsal.console import Console, format_duration, is_terminal, run_label
 from runner import catalog, views
@@ -18,7 +19,6 @@ from runner.clock import ManualClock
 from runner.definitions import EventDefinition
 from runner.engine import RunnerSettings
 from runner.history import Entry, RunCreated, RunStatusChanged
-from runner.listings import Desired, desired_state
 from runner.schema import RUN_TERMINAL
 from wiring.control_text import control_text
 from wiring.run_text import failed_step, last_error_text

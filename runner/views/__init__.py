@@ -8,7 +8,6 @@ read, and this module is its public face (front ends name ``runner.views``, not 
   the current definition a start preflights;
 - ``step_context``: ``step_describer``, where a step sits, for the text of its messages;
 - ``log``: a run's history and the run-log feed (``log_for_run``, ``latest_log_id``, ``log_after``);
-- ``live``: what a run's live message in the staff channel shows, and where it is (``live_message_of``);
 - ``health``: the database, the serving processes and the runs that are not well (``health``).
 """
 
@@ -20,17 +19,6 @@ from runner.views.definitions import (
     upcoming,
 )
 from runner.views.health import HealthReport, health
-from runner.views.live import (
-    HumanAction,
-    LiveMessages,
-    LiveRow,
-    LiveView,
-    PostedLink,
-    Waiting,
-    WaitKind,
-    live_message_of,
-    live_view,
-)
 from runner.views.log import latest_log_id, log_after, log_for_run
 from runner.views.runs import (
     PhaseView,
@@ -49,12 +37,7 @@ from runner.views.step_context import StepContext, step_describer
 __all__ = [
     "DefinitionSummary",
     "HealthReport",
-    "HumanAction",
-    "LiveMessages",
-    "LiveRow",
-    "LiveView",
     "PhaseView",
-    "PostedLink",
     "PrunedRun",
     "ReminderView",
     "RunSummary",
@@ -62,15 +45,11 @@ __all__ = [
     "StepContext",
     "StepView",
     "UpcomingEvent",
-    "WaitKind",
-    "Waiting",
     "current_definition",
     "health",
     "latest_log_id",
     "list_definitions",
     "list_runs",
-    "live_message_of",
-    "live_view",
     "log_after",
     "log_for_run",
     "reminders_of_run",

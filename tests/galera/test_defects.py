@@ -127,12 +127,12 @@ async def test_defect_galera_a_listing_pass_whose_commit_lost_a_conflict_still_p
     lost a conflict (another node wrote the listing first), the pass raised, its claim was
     rolled back, and the cursor had already moved past the change, so a cancelled occurrence
     stayed listed as scheduled in Discord."""
+    from bridge.listings import ListingService, ListingStatus
     from runner import catalog
     from runner.clock import ManualClock
     from runner.controls import Controls
-    from runner.listings import ListingService, ListingStatus
     from runner.schema import listings
-    from tests.runner.test_listings import HOUR, T0, occurrence, published, spec
+    from tests.bridge.test_listings import HOUR, T0, occurrence, published, spec
 
     engine = create_engine(galera_database.urls[1])
     try:
@@ -178,7 +178,7 @@ async def test_defect_galera_a_publish_that_lost_a_conflict_at_commit_is_retried
     publishing failed with a raw 1213."""
     from runner.schema import runs as runs_table
     from runner.schema import versions
-    from tests.runner.test_listings import HOUR, T0, occurrence, published, spec
+    from tests.bridge.test_listings import HOUR, T0, occurrence, published, spec
 
     engine = create_engine(galera_database.urls[1])
     try:

@@ -13,12 +13,12 @@ import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bridge.live import LiveMessages, live_view
 from runner import history, views
 from runner.engine import RunnerSettings
 from runner.history import Actor
 from runner.registry import Envelope
 from runner.schema import definitions, run_log, run_summaries, steps
-from runner.views import LiveMessages
 from tests.support.actions import build_action
 from tests.support.definitions import event
 from tests.support.world import T0, World, phase, step
@@ -104,7 +104,7 @@ async def test_an_old_ended_run_loses_its_history_and_keeps_who_started_it_how_i
     async with engine.connect() as conn:
         ending = await history.how_run_ended(conn, cancelled, "cancelled", None)
     assert ending.by == BOB and ending.why == "rained off"
-    live = await views.live_view(engine, cancelled, world.runner.versions, world.clock.now())
+    live = await live_view(engine, cancelled, world.runner.versions, world.clock.now())
     assert live is not None and live.ending is not None and live.ending.by == BOB
     listed = {r.id: r.status for r in await views.list_runs(engine, limit=10)}
     assert listed == {

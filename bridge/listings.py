@@ -14,7 +14,7 @@ indexed queries that return nothing (or one row: the newest version):
 * every listing not in a final state, once at start-up (the reconcile: what changed while no
   process was watching) and after each publish (runs re-pointed at the new text).
 
-Every push is claimed first on the listing row (``runner.sql.listings``), and a new listing's row
+Every push is claimed first on the listing row (``bridge.sql.listings``), and a new listing's row
 is inserted, claimed, before the create request: two processes never push one change twice and
 never create two Discord events for one run.
 """
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from bridge.sql import listings as sql
 from runner.catalog import VersionCache
 from runner.clock import Clock
 from runner.db import retry_on_conflict
@@ -39,7 +40,6 @@ from runner.definitions.model import (
     DISCORD_EVENT_NAME_MAX,
     CronSchedule,
 )
-from runner.sql import listings as sql
 from runner.states import RunStatus
 
 log = logging.getLogger(__name__)

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bridge.sql import live_messages as live_sql
 from runner import catalog, history
 from runner.db import retry_on_conflict
 from runner.history import Actor, Entry, RunEnding
 from runner.records import RunRecord
-from runner.sql import live_messages as live_sql
 from runner.sql import run_log as run_log_sql
 from runner.sql import runs as runs_sql
 from runner.states import RUN_TERMINAL, RunStatus
@@ -247,7 +247,7 @@ def _posted(run: RunView) -> list[PostedLink]:
 
 # ── The message's own bookkeeping ────────────────────────────────────────────
 # The one place a front end writes here: the row is the live message's, not the run's, and
-# every statement is in ``runner.sql.live_messages``.
+# every statement is in ``bridge.sql.live_messages``.
 
 
 @dataclass(frozen=True)
