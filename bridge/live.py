@@ -1,4 +1,4 @@
-"""A run's live message as the runner sees it, with no Discord in it: where the run is (phase *i*
+"""A run's live message as the store tells it, with no Discord in it: where the run is (phase *i*
 of *n*, the current step), what it waits for and until when, the last thing a person did to it,
 where its steps posted (channel and message ids) and, once it is over, how it ended; and where
 its live message is.
