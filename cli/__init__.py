@@ -230,7 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
         "a once that is already over is refused.\n\n"
         "When the config (--config, else ./config.yaml) names channels or roles, every channel\n"
         "alias, the gm_channel a cue falls back to, and every ping role is checked against it;\n"
-        "publish checks the same. The limits on an event's size and schedule are in the README.\n\n"
+        "publish checks the same. The limits on an event's size and schedule are in\n"
+        "docs/writing-events.md.\n\n"
         "Exit code: 0 when every file is valid, 1 otherwise.",
         cmd_validate,
     )
