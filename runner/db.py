@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import os
-import random
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -30,7 +30,7 @@ from sqlalchemy.dialects import mysql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from runner import sqlite_inline
+from runner import backoff, sqlite_inline
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -261,22 +261,6 @@ DATABASE_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-def backoff_delay(
-    attempt: int,
-    *,
-    first: float,
-    cap: float,
-    jitter: float = 0.0,
-    draw: Callable[[], float] = random.random,
-) -> float:
-    """How long to wait before retry ``attempt`` (0 for the first retry): ``first`` doubling per
-    attempt up to ``cap``, then shortened by a random fraction of itself up to ``jitter`` (0 to 1),
-    so processes that failed together do not all come back in the same instant."""
-    # 2**60 is past every cap; a larger exponent would only overflow float.
-    delay = min(cap, first * 2.0 ** min(max(attempt, 0), 60))
-    return delay * (1 - jitter * draw())
-
-
 # MariaDB: 1213 deadlock, 1205 lock wait timeout. Both roll the statement (1213: the whole
 # transaction) back and ask for the transaction to be tried again.
 _CONFLICT_CODES = {1205, 1213}
@@ -284,7 +268,8 @@ CONFLICT_ATTEMPTS = 5
 # From 2-20 ms on the first retry to 16-160 ms on the last: long enough for the winner of the
 # lock to commit, short enough that a tick hardly notices.
 CONFLICT_BACKOFF_FIRST, CONFLICT_BACKOFF_JITTER = 0.02, 0.9
-CONFLICT_BACKOFF_CAP = CONFLICT_BACKOFF_FIRST * 2 ** (CONFLICT_ATTEMPTS - 2)
+# The cap is the last retry's own doubled wait: it bounds the sum, never shortens a retry.
+CONFLICT_BACKOFF_CAP = backoff.delay(CONFLICT_ATTEMPTS - 2, first=CONFLICT_BACKOFF_FIRST, cap=math.inf)
 
 
 class ConflictCounts:
@@ -335,7 +320,7 @@ def retry_on_conflict(method: Callable[P, Awaitable[T]]) -> Callable[P, Awaitabl
                     raise
                 CONFLICTS.retried += 1
                 await asyncio.sleep(
-                    backoff_delay(
+                    backoff.delay(
                         attempt,
                         first=CONFLICT_BACKOFF_FIRST,
                         cap=CONFLICT_BACKOFF_CAP,
