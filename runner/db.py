@@ -31,6 +31,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from runner import backoff, sqlite_inline
+from runner.redaction import masked_url
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -74,26 +75,6 @@ MARIADB_OPTIONS = {
     "ssl_check_hostname": _BOOLEAN,
 }
 MAX_PORT = 65535
-
-
-def masked_url(url: str) -> str:
-    """``url`` with its password replaced by ``***``, even when it does not parse as a URL."""
-    # With a second "@" the parser may take part of the password for the host; mask by hand.
-    if url.count("@") < 2:
-        try:
-            return make_url(url).render_as_string(hide_password=True)
-        except (ValueError, TypeError, sa.exc.ArgumentError):
-            pass
-    scheme, separator, rest = url.partition("://")
-    if not separator:
-        return "<not a URL>"
-    # Credentials end at the last "@": a password may hold "/" or "@" itself, and masking a
-    # little too much is better than showing a little of it.
-    if "@" in rest:
-        credentials, _, rest = rest.rpartition("@")
-        user = credentials.partition(":")[0]
-        rest = f"{user}:***@{rest}" if ":" in credentials else f"{user}@{rest}"
-    return f"{scheme}://{rest}"
 
 
 def _option_problem(name: str, value: object) -> str | None:
