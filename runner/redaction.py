@@ -36,7 +36,7 @@ _LONG_RUN = r"(?<![A-Za-z0-9_\-+/=])[A-Za-z0-9_\-+/=]{48,}"
 # The user part and the password, after "://". (No "/" in the password: "http://host:8080/users/@me"
 # is a port and a path. A password with a raw "/" is still hidden where it is a secret the
 # redactor was given, and ``masked_url`` hides it in a URL known to be one.)
-_URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s/]+@")
+_URL_PASSWORD = re.compile(r"(?P<before>://[^:/@\s]*:)(?P<password>[^@\s/]+)@")
 _SHAPES = re.compile(_DISCORD_TOKEN)
 _SHAPES_AND_LONG_RUNS = re.compile(f"{_DISCORD_TOKEN}|{_LONG_RUN}")
 
@@ -62,8 +62,14 @@ class Redactor:
         # Longest first: a secret that holds another is hidden whole, not around the shorter one.
         for secret in sorted(self._secrets, key=len, reverse=True):
             text = text.replace(secret, self.mask)
-        text = _URL_PASSWORD.sub(lambda match: f"{match[1]}{self.mask}@", text)
+        text = _URL_PASSWORD.sub(self._hide_password, text)
         return self._shapes.sub(self.mask, text)
+
+    def _hide_password(self, match: re.Match[str]) -> str:
+        # One hidden already (``masked_url``'s, SQLAlchemy's) is left as it reads.
+        if match["password"] == MASK:
+            return match[0]
+        return f"{match['before']}{self.mask}@"
 
     def hides_anything_in(self, text: str) -> bool:
         return self.redact(text) != text
