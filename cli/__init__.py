@@ -398,13 +398,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f" ({exc.source})" if exc.source else ""
         print(f"the configuration is not valid{where}:", file=sys.stderr)
         for problem in exc.problems:
-            print(f"  - {problem}", file=sys.stderr)
+            print(f"  - {logs.redacted(problem)}", file=sys.stderr)
         return EXIT_USAGE
+    # Written never to hold a secret; hidden here all the same, for the day an exception's own
+    # text (a driver's, Discord's) quotes one.
     except CommandFailed as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {logs.redacted(str(exc))}", file=sys.stderr)
         return EXIT_FAILED
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {logs.redacted(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

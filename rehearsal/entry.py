@@ -17,10 +17,11 @@ from rehearsal.session import ACTOR, REHEARSAL_SETTINGS, Rehearsal, RehearsalOpt
 from runner import views
 from runner.clock import ManualClock, utcnow
 from runner.controls import Controls
-from runner.db import create_engine, masked_url
+from runner.db import create_engine
 from runner.definitions import load_file
 from runner.errors import DefinitionError
 from runner.migrate import upgrade
+from runner.redaction import masked_url
 from wiring.config import Config
 from wiring.control_text import control_text
 from wiring.services import assemble

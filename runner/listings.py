@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from runner import backoff
 from runner.catalog import VersionCache
 from runner.clock import Clock
 from runner.db import retry_on_conflict
@@ -70,6 +71,9 @@ GONE = "gone"
 # Run-log lines one pass reads.
 LOG_PAGE = 1000
 SKIPPED = "skipped"
+# A listing that keeps failing is tried again at most hourly: Discord is not asked in a tight loop
+# about an event it refuses, and an hour is short enough for a fix to show the same evening.
+LONGEST_RETRY_SECONDS = 3600.0
 
 
 def _cut(text: str, most: int) -> str:
@@ -352,10 +356,10 @@ class ListingService:
     @retry_on_conflict
     async def fail(self, work: Work, error: str) -> None:
         now = self.clock.now()
-        backoff = min(self.retry_seconds * 2 ** max(work.attempts - 1, 0), 3600.0)
+        wait = backoff.delay(work.attempts - 1, first=self.retry_seconds, cap=LONGEST_RETRY_SECONDS)
         async with self.engine.begin() as conn:
             await sql.fail(
-                conn, work.desired.run_id, self.owner, error, now + dt.timedelta(seconds=backoff), now
+                conn, work.desired.run_id, self.owner, error, now + dt.timedelta(seconds=wait), now
             )
 
 
