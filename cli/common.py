@@ -39,12 +39,18 @@ class UsageError(Exception):
 # ── Shared helpers ──────────────────────────────────────────────────────────
 
 
+def config_path(path: str | None) -> str | None:
+    """The config file ``load_config`` reads: ``--config PATH``, else ``config.yaml`` in the
+    working directory if there is one; None for the built-in defaults."""
+    if path is None and Path(DEFAULT_CONFIG).is_file():
+        return DEFAULT_CONFIG
+    return path
+
+
 def load_config(path: str | None) -> Config:
     """``--config PATH``, else ``config.yaml`` in the working directory if there is one, else
     the built-in defaults. ``EVENTBOT_*`` environment variables override either."""
-    if path is None and Path(DEFAULT_CONFIG).is_file():
-        path = DEFAULT_CONFIG
-    config = config_module.load(path)
+    config = config_module.load(config_path(path))
     logs.keep_secret(password_of(config.database_url))
     return config
 
