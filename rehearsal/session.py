@@ -125,6 +125,9 @@ class Rehearsal:
             await self.remind(scopes, starts_at)
             await self._pass_time(self.clock.now(), starts_at)
             self.console.note("")
+        else:
+            # Nothing to send before the start (a scope the event lacks): start at +00:00:00.
+            self.clock.set(starts_at)
         started = await services.controls.start(
             definition.key, scope=self.options.scope, actor=ACTOR, rehearsal=True
         )

@@ -87,3 +87,11 @@ def test_rehearse_says_which_config_it_read(cli: Cli, tmp_path: Path) -> None:
     result = cli("rehearse", event)
     assert result.lines[0] == "config: config.yaml (channel and role aliases checked against it)"
     assert result.code == 1
+
+
+def test_an_unknown_scope_sends_no_reminder_and_is_refused_at_the_start(cli: Cli, tmp_path: Path) -> None:
+    event = write_yaml(tmp_path / "event.yaml", {**RIGHT, "scopes": ["aurora"]})
+    result = cli("rehearse", event, "--scope", "nope")
+    assert result.code == 1
+    assert "Reminder" not in result.out
+    assert "[+00:00:00] cannot start the rehearsal: weekly-raid has no scope 'nope'" in result.out
