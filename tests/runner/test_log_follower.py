@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from runner.schema import run_log
 from runner.sql import run_log as run_log_sql
 from runner.sql.run_log import LogFollower
+from runner.views import LiveMessages
 
 AT = dt.datetime(2026, 1, 1, 12, 0)
 
@@ -166,3 +167,22 @@ async def test_pages_follow_one_another_and_say_when_more_is_waiting(engine: Asy
     assert [r["kind"] for r in first] == ["a", "b"] and more
     assert [r["kind"] for r in second] == ["c"] and not more_after
     assert set(second[0].keys()) == {"id", "kind"}
+
+
+@pytest.mark.parametrize("backend", ["mariadb"])
+async def test_defect_live_messages_miss_a_run_moved_by_a_line_committed_after_a_higher_id(
+    engine: AsyncEngine,
+) -> None:
+    """The live messages' feed of runs that moved (``LiveMessages.changes``) names the run of a
+    line committed late, at the read after its COMMIT, and no run twice for one line."""
+    live = LiveMessages(engine, "test")
+    follower = await live.follow_from_now()
+    async with engine.connect() as writer_a:
+        transaction_a = await writer_a.begin()
+        await run_log_sql.write_many(writer_a, [run_log_sql.line(7, "run.status", AT)])
+        async with engine.begin() as writer_b:
+            await run_log_sql.write_many(writer_b, [run_log_sql.line(8, "run.status", AT)])
+        assert (await live.changes(follower)).run_ids == [8]
+        await transaction_a.commit()
+    assert (await live.changes(follower)).run_ids == [7]
+    assert (await live.changes(follower)).run_ids == []
