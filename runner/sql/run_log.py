@@ -77,10 +77,13 @@ async def latest_id(conn: AsyncConnection) -> int:
 # another node (ids interleave by auto_increment_increment) that had not yet applied 11. Either
 # way 10 was taken before 11 became visible here (a node's counter passes every id it applies),
 # so it is visible here within one transaction's INSERT-to-COMMIT time plus twice a node's apply
-# lag after 11 was read. The engine writes its lines at the end of short transactions; what
-# stretches that time is a COMMIT waiting on the cluster, which waits out a node that died
-# (``bench/RESULTS.md``: under 20 s). A minute covers that three times over; a line committed
-# later still is not delivered (it stays in the run log, ``/event status`` and the CLI).
+# lag after 11 was read. The engine writes its lines at the end of short transactions (the
+# lines of a block go out as one INSERT when it ends, ``runner.history.written_together``); what
+# stretches that time is a COMMIT held up by the server, such as a Galera COMMIT waiting while
+# the cluster drops a node that died, for seconds (``tests/runner/test_claim_commit_latency``).
+# A minute covers that many times over, and costs a reader only while a gap is open (a re-read
+# of the ids above the gap, by the key); a line committed later still is not delivered (it
+# stays in the run log, ``/event status`` and the CLI).
 SETTLE_SECONDS = 60.0
 # A reader that starts "from now" takes the newest lines as read: a line among them committed
 # later (in flight at the start) is still delivered.
@@ -162,7 +165,11 @@ class LogFollower:
         if len(self._done) < self._high - self.floor:
             # A gap: an id below the newest read that was not delivered (in flight, rolled
             # back, another node's, or read and not delivered yet). Its ids first, by the key.
-            present = sa.select(run_log.c.id).where(run_log.c.id > self.floor, run_log.c.id <= self._high)
+            present = (
+                sa.select(run_log.c.id)
+                .where(run_log.c.id > self.floor, run_log.c.id <= self._high)
+                .order_by(run_log.c.id)
+            )
             missing = [
                 int(i) for i in (await conn.execute(present)).scalars().all() if int(i) not in self._done
             ]
@@ -176,7 +183,7 @@ class LogFollower:
             self._high = int(new[-1]["id"])
             self._marks.append((self._clock(), self._high))
         lines = late + new
-        self._give_up(started, int(lines[0]["id"]) if lines else None)
+        self._give_up(started, min((int(line["id"]) for line in lines), default=None))
         return lines, len(new) >= limit
 
     def delivered(self, ids: Iterable[int]) -> None:

@@ -186,3 +186,34 @@ async def test_defect_live_messages_miss_a_run_moved_by_a_line_committed_after_a
         await transaction_a.commit()
     assert (await live.changes(follower)).run_ids == [7]
     assert (await live.changes(follower)).run_ids == []
+
+
+@pytest.mark.parametrize("backend", ["mariadb"])
+async def test_ids_interleaved_as_on_galera_leave_gaps_each_line_once_and_the_gaps_given_up_after_the_settle_time(
+    engine: AsyncEngine,
+) -> None:
+    """On Galera each node takes ids of its own residue (``auto_increment_increment``), so the
+    ids one node writes leave gaps no line may ever fill. Here one connection takes every other
+    id, as one node of two would: each line is delivered once, the gaps are looked for while
+    they may still fill and given up after ``SETTLE_SECONDS``, and then nothing is held."""
+    clock = Clock()
+    follower = await _from_now(engine, clock)
+    async with engine.connect() as node:
+        await node.exec_driver_sql("SET SESSION auto_increment_increment = 2, auto_increment_offset = 1")
+        await node.commit()  # the SET autobegan a transaction; the session keeps the settings
+        for kind in ("a", "b", "c"):
+            async with node.begin():
+                await _write(node, kind)
+        assert await _read(engine, follower) == ["a", "b", "c"]
+        assert len(follower.done) >= 2  # the lines above the gaps
+        async with node.begin():
+            await _write(node, "d")
+        await node.exec_driver_sql("SET SESSION auto_increment_increment = 1, auto_increment_offset = 1")
+        await node.commit()
+    clock.seconds += 5
+    assert await _read(engine, follower) == ["d"]
+    clock.seconds += run_log_sql.SETTLE_SECONDS
+    assert await _read(engine, follower) == []
+    assert follower.done == frozenset()
+    async with engine.connect() as conn:
+        assert follower.floor == await run_log_sql.latest_id(conn)
