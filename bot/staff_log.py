@@ -87,7 +87,7 @@ LINK_WAIT = 15.0
 LINK_RETRY = 1.0
 # Failures that say nothing about the message itself: it may go through next time.
 TRANSIENT = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
-# A takeover resumes from the last holder's cursor if its lease ran out at most this long ago.
+# A takeover resumes from the last holder's place if its lease ran out at most this long ago.
 RESUME_WITHIN = dt.timedelta(minutes=10)
 
 
@@ -297,7 +297,7 @@ class StaffLog:
         """The lines staff should see, folded, bursts summed up, each with its link: those to post
         now, and those that wait for their run's live message (and every line after them, so the
         order holds). One run that cannot be read or rendered costs only its own detail (its lines
-        name it by id), logged once, never the other runs' lines: the cursor must move past it, or
+        name it by id), logged once, never the other runs' lines: its lines must be delivered, or
         nothing would ever be posted again."""
         runs: dict[int, RunView | None] = {}
         worded = []
