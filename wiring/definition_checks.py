@@ -67,10 +67,11 @@ def checks_aliases(config: Config | None) -> bool:
 
 
 async def check_aliases(checked: Sequence[CheckedFile], config: Config) -> None:
-    """Every channel, ``gm_channel`` and ping role the valid definitions name, against the
-    config. It is the preflight the bot runs before a start, with the config's aliases
-    (``wiring.aliases``) in Discord's place: the rehearsal's delivery refuses by the same rule
-    when the step runs, so what passes here is what a rehearsal (and the bot) will post."""
+    """Every channel, ``gm_channel`` and ping role the valid definitions name, in their steps
+    and their reminders, against the config. It is the preflight the bot runs before a start
+    (``runner.preflight``: one walk of both), with the config's aliases (``wiring.aliases``) in
+    Discord's place: the rehearsal's delivery refuses by the same rule when the step or the
+    reminder is sent, so what passes here is what a rehearsal (and the bot) will post."""
 
     async def no_context(run_id: int, step_id: int) -> None:
         return None
