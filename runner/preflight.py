@@ -7,6 +7,7 @@ from runner.definitions import EventDefinition
 from runner.dispatch import perform
 from runner.errors import Problem
 from runner.registry import ActionRegistry, Envelope
+from runner.states import ActionOutcome
 
 VERIFY_KEY = "0" * 40
 
@@ -27,7 +28,7 @@ async def preflight(
                 verify=True,
             )
             outcome = await perform(registry, envelope, step.action)
-            if outcome.outcome != "done":
+            if outcome.outcome is not ActionOutcome.DONE:
                 problems.append(Problem(outcome.error or "not ready", phase=phase.key, step=index))
     return problems
 
