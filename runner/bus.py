@@ -3,9 +3,11 @@ something and delivered to whoever follows it, in the shape of APScheduler 4's
 ``LocalEventBroker`` (``subscribe`` answers a ``Subscription`` to ``unsubscribe``; a callback
 is a plain function, called at once, or a coroutine function, run in a task of its own).
 
-One path instead of a hook per caller: a tick starting wakes the runs held in process (a
-control may have changed what they wait for); a drive outside the tick letting its run go tells
-the front end, as the end of a tick does, that the run log has grown. A subscriber's failure is
+One path instead of a hook per caller: a control's change asks for a tick now; a tick starting
+wakes the runs held in process (a control may have changed what they wait for); a drive outside
+the tick letting its run go tells the front end, as the end of a tick does, that the run log
+has grown. (Another process's control reaches this one through the run's row, not the bus:
+``runs.nudges`` and ``wake_at``.) A subscriber's failure is
 logged and never reaches the publisher: the runner must not stop for a listener.
 """
 
@@ -42,10 +44,16 @@ class TickFinished(Event):
 
 @dataclass(frozen=True)
 class RunsChanged(Event):
-    """Runs moved outside a tick (a drive in process let its run go): the run log has grown.
-    ``run_ids`` names them when known."""
+    """A control changed runs (started, paused, confirmed, ...): whatever ticks them should
+    tick now rather than at its next interval."""
 
-    run_ids: tuple[int, ...] = ()
+
+@dataclass(frozen=True)
+class DriveFinished(Event):
+    """A drive outside the tick (a start handed over, a wait held in process) let its run go:
+    the run log has grown, as after a tick."""
+
+    run_id: int
 
 
 @dataclass(frozen=True)

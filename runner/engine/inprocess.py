@@ -8,7 +8,7 @@ A held run stays leased, so no runner takes it meanwhile; a tick starting wakes 
 early (``bus.TickStarted``: a control may have skipped the step they wait for, or paused the
 run), and they look again. This is the runner's hold policy (``context.HoldPolicy``): the drive
 asks it what to do with a wait, and it tells the bus when a drive outside the tick let its run
-go (``bus.RunsChanged``).
+go (``bus.DriveFinished``).
 
 A handed-over run is created leased to this runner, so no other runner touches it while it is
 driven here; if this process dies, the lease runs out and any runner's tick takes the run over
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner import catalog
-from runner.bus import Closing, Event, LocalEventBus, RunsChanged, TickStarted
+from runner.bus import Closing, DriveFinished, Event, LocalEventBus, TickStarted
 from runner.db import retry_on_conflict
 from runner.engine import advance
 from runner.engine.context import EngineContext
@@ -88,7 +88,7 @@ class InProcess:
 
         async with ctx.gate:
             await advance.guarded(ctx, lease.run_id, TickReport(), drive())
-        self._bus.publish(RunsChanged((lease.run_id,)))
+        self._bus.publish(DriveFinished(lease.run_id))
 
     def _spawn(self, run_id: int, driving: Coroutine[Any, Any, None]) -> None:
         self._drives.setdefault(run_id, DriveWatch())
@@ -135,7 +135,7 @@ class InProcess:
 
         async with ctx.gate:
             await advance.guarded(ctx, lease.run_id, TickReport(), drive())
-        self._bus.publish(RunsChanged((lease.run_id,)))
+        self._bus.publish(DriveFinished(lease.run_id))
 
     async def _sleep_until(self, ctx: EngineContext, wake: dt.datetime) -> bool:
         """Sleep until ``wake`` by the runner's clock; True if a tick woke the held runs first."""
