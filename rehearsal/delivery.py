@@ -11,6 +11,7 @@ from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted
 from actions.mentions import Mentions, PingPolicy
 from rehearsal.console import Console, run_label
 from runner import views
+from runner.definitions import REMINDERS_PHASE
 from runner.history import RunEnding
 from runner.schedule import shown
 from runner.suggestions import did_you_mean
@@ -152,6 +153,10 @@ class ConsoleDelivery:
 
     def _run_label(self, request: Announcement | Cue) -> str:
         scope = request.context.scope if request.context else ""
+        if request.context is not None and request.context.phase_key == REMINDERS_PHASE:
+            # Sent before the run starts (``Rehearsal.remind``): named as the reminder it is.
+            label = request.context.step_label or "Reminder"
+            return f"{label} ({scope})" if scope else label
         return run_label(request.run_id, scope)
 
     @staticmethod

@@ -68,8 +68,9 @@ def checks_aliases(config: Config | None) -> bool:
 
 
 async def check_aliases(checked: Sequence[CheckedFile], config: Config) -> None:
-    """Every channel, ``gm_channel`` and ping role the valid definitions name, against the
-    config. It is the preflight the bot runs before a start, with the rehearsal's offline
+    """Every channel, ``gm_channel`` and ping role the valid definitions name, in their steps
+    and their reminders, against the config. It is the preflight the bot runs before a start
+    (``runner.preflight``: one walk of both), with the rehearsal's offline
     delivery in Discord's place: that delivery refuses what the config lacks, exactly as it does
     when the step runs, so what passes here is what a rehearsal (and the bot) will post."""
     # Imported only when there is a config to check against: it is the whole rehearsal package.

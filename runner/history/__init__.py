@@ -7,7 +7,7 @@ public face (importers name ``runner.history``, not the parts):
 
 - ``events``: what a line can say (``Actor``, ``Kind``, one dataclass per kind, ``parse_event``);
 - ``writer``: ``record``, ``written_together`` and its ``LineBatch``;
-- ``reader``: ``Entry``, ``entries_for_run``, ``entries_after``, ``how_run_ended``.
+- ``reader``: ``Entry``, ``entries_for_run``, ``entries_followed``, ``how_run_ended``.
 """
 
 from runner.history.events import (
@@ -44,7 +44,7 @@ from runner.history.reader import (
     Entry,
     RunEnding,
     ending_from,
-    entries_after,
+    entries_followed,
     entries_for_run,
     how_run_ended,
 )
@@ -82,7 +82,7 @@ __all__ = [
     "StepRetry",
     "StepSkipped",
     "ending_from",
-    "entries_after",
+    "entries_followed",
     "entries_for_run",
     "how_run_ended",
     "parse_event",

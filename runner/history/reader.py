@@ -53,8 +53,13 @@ async def entries_for_run(conn: AsyncConnection, run_id: int) -> Sequence[Entry]
     return [Entry.from_row(row) for row in await run_log_sql.for_run(conn, run_id)]
 
 
-async def entries_after(conn: AsyncConnection, last_id: int, limit: int = 100) -> Sequence[Entry]:
-    return [Entry.from_row(row) for row in await run_log_sql.after(conn, last_id, limit)]
+async def entries_followed(
+    conn: AsyncConnection, follower: run_log_sql.LogFollower, limit: int = 100
+) -> tuple[list[Entry], bool]:
+    """The lines ``follower`` has not delivered yet (``LogFollower.read``), as entries; and
+    whether more are waiting past them."""
+    rows, more = await follower.read(conn, limit)
+    return [Entry.from_row(row) for row in rows], more
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
-from runner.schema import listings, run_log, runs, versions
+from runner.schema import listings, runs, versions
 from runner.states import RunStatus
 
 Row = sa.RowMapping
@@ -192,22 +192,6 @@ async def with_listing(conn: AsyncConnection, run_ids: Iterable[int]) -> set[int
 
 async def get(conn: AsyncConnection, run_id: int) -> Row | None:
     return (await conn.execute(sa.select(listings).where(listings.c.run_id == run_id))).mappings().first()
-
-
-async def run_changes(conn: AsyncConnection, cursor: int, limit: int = 1000) -> Sequence[Row]:
-    """Run-log lines after ``cursor`` (id, run and kind only), in order: how a pass learns which
-    runs changed without looking at the runs that did not."""
-    query = (
-        sa.select(run_log.c.id, run_log.c.run_id, run_log.c.kind)
-        .where(run_log.c.id > cursor)
-        .order_by(run_log.c.id)
-        .limit(limit)
-    )
-    return (await conn.execute(query)).mappings().all()
-
-
-async def latest_log_id(conn: AsyncConnection) -> int:
-    return int((await conn.execute(sa.select(sa.func.coalesce(sa.func.max(run_log.c.id), 0)))).scalar() or 0)
 
 
 async def run_row(conn: AsyncConnection, run_id: int) -> Row | None:

@@ -275,8 +275,9 @@ def _row(row: sa.RowMapping) -> LiveRow:
 
 @dataclass(frozen=True)
 class Changes:
+    """The runs the run log says moved since the last read, and whether more lines wait."""
+
     run_ids: list[int]
-    cursor: int
     more: bool
 
 
@@ -290,17 +291,17 @@ class LiveMessages:
         self.engine = engine
         self.owner = owner
 
-    async def latest_log_id(self) -> int:
+    async def follow_from_now(self) -> run_log_sql.LogFollower:
         async with self.engine.connect() as conn:
-            return await run_log_sql.latest_id(conn)
+            return await run_log_sql.LogFollower.from_now(conn)
 
-    async def changes_after(self, cursor: int) -> Changes:
+    async def changes(self, follower: run_log_sql.LogFollower) -> Changes:
+        """The runs of the lines ``follower`` had not delivered (delivered now: a run once
+        marked to look at is looked at until its message is right)."""
         async with self.engine.connect() as conn:
-            rows = await live_sql.changes_after(conn, cursor, self.CHANGES_LIMIT)
-        if not rows:
-            return Changes([], cursor, False)
-        ids = list(dict.fromkeys(int(r["run_id"]) for r in rows))
-        return Changes(ids, int(rows[-1]["id"]), len(rows) >= self.CHANGES_LIMIT)
+            rows, more = await follower.read(conn, self.CHANGES_LIMIT, ("run_id",))
+        follower.delivered(int(r["id"]) for r in rows)
+        return Changes(list(dict.fromkeys(int(r["run_id"]) for r in rows)), more)
 
     async def to_reconcile(self, limit: int) -> list[int]:
         """At start: every message not closed yet, and the runs in flight that have none."""

@@ -167,24 +167,26 @@ async def test_each_pass_is_a_bounded_batch_of_short_statements(engine: AsyncEng
 async def test_a_cursor_reader_reads_every_line_written_after_a_prune_that_took_the_newest_run(
     engine: AsyncEngine,
 ) -> None:
-    """Readers that follow the log by id (the staff log, the live messages) hold a cursor at the
+    """Readers that follow the log by id (the staff log, the live messages) hold a floor at the
     newest line. Pruning the run that wrote it must not let a new line take an id at or below
     that cursor (SQLite numbers a new row one past the largest id left), or the reader would
     skip it: the newest line of the table is kept."""
     world = await _world(engine)
     old = await _start(world, "old", "test.noop", "test.noop")
-    cursor = await views.latest_log_id(engine)
-    old_step_ids = [s["id"] for s in await world.steps_of(old)]
+    follower = await views.follow_log_from_now(engine)
     live = LiveMessages(engine, "test")
+    live_follower = await live.follow_from_now()
+    cursor = follower.floor
+    old_step_ids = [s["id"] for s in await world.steps_of(old)]
     world.clock.set(T0 + dt.timedelta(days=40))
     await _prune_all(world, T0 + dt.timedelta(days=1))
 
     new = await _start(world, "new", "test.noop")
 
-    fed = await views.log_after(engine, cursor)
+    fed, _more = await views.log_followed(engine, follower)
     assert fed and {entry.run_id for entry in fed} == {new} and fed[0].kind == "run.created"
     assert all(entry.id > cursor for entry in fed)
-    changes = await live.changes_after(cursor)
+    changes = await live.changes(live_follower)
     assert changes.run_ids == [new]
     assert min(s["id"] for s in await world.steps_of(new)) > max(old_step_ids), (
         "a new step never takes a pruned step's id (a stale cue button names step ids)"
