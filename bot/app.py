@@ -54,6 +54,7 @@ from bot.tree import GuardedTree
 from bot.work_lease import LEASE_PASSES, WorkLease
 from bridge.exclusive import ExternalClaims, WorkLeases
 from bridge.listings import ListingService
+from runner.bus import DriveFinished
 from runner.clock import Clock
 from runner.db import create_engine
 from runner.engine import RunnerSettings, serving_settings
@@ -196,7 +197,7 @@ class EventBot(commands.Bot):
         await self.staff_log.prime()
         await self.live_runs.prime()
         # A run started here is driven outside the ticks; its lines are posted when it lets go.
-        self.services.runner.after_drive = self._after_tick
+        self.services.runner.bus.subscribe(lambda _event: self._after_tick(), {DriveFinished})
         self.ticker = Ticker(
             self.services.runner,
             interval=self.config.tick_interval_seconds,

@@ -28,7 +28,7 @@ from runner.history import Actor, Entry, RunEnding
 from runner.records import RunRecord
 from runner.sql import run_log as run_log_sql
 from runner.sql import runs as runs_sql
-from runner.states import RUN_TERMINAL, RunStatus
+from runner.states import RUN_TERMINAL, STEP_OPEN, RunStatus, StepStatus
 from runner.views.runs import RunView, StepView, run_view, step_name
 
 # The actor the schedule starts its occurrences as: a start, but nobody's hand.
@@ -149,10 +149,10 @@ def build_live_view(
 def _current_step(steps: Sequence[StepView]) -> StepView | None:
     """The step the phase is at: its first open one, or (paused after a failure) the failed one
     furthest along."""
-    open_ = [s for s in steps if s.id is not None and s.status in ("pending", "running")]
+    open_ = [s for s in steps if s.id is not None and s.status in STEP_OPEN]
     if open_:
         return open_[0]
-    failed = [s for s in steps if s.status == "failed"]
+    failed = [s for s in steps if s.status == StepStatus.FAILED]
     return failed[-1] if failed else None
 
 
@@ -179,9 +179,9 @@ def _waiting(
         return None
     if step.parked:
         return Waiting(WaitKind.GM)
-    if step.status == "running":
+    if step.status == StepStatus.RUNNING:
         return Waiting(WaitKind.ACTION)
-    if step.status == "pending" and step.due_at is not None and step.due_at > now:
+    if step.status == StepStatus.PENDING and step.due_at is not None and step.due_at > now:
         if step.attempts > 0 and step.last_error:
             return Waiting(WaitKind.RETRY, until=step.due_at, error=step.last_error)
         return Waiting(WaitKind.WAIT, until=step.due_at)

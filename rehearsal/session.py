@@ -22,8 +22,8 @@ from runner.dispatch import perform
 from runner.engine import RunnerSettings
 from runner.history import Entry, RunCreated, RunStatusChanged
 from runner.registry import Envelope
+from runner.reminder_rules import reminder_label
 from runner.schema import RUN_TERMINAL
-from runner.sql.reminders import reminder_label
 from wiring.control_text import control_text
 from wiring.run_text import failed_step, last_error_text
 from wiring.services import Services

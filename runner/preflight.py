@@ -18,6 +18,7 @@ from runner.definitions import REMINDER_ACTION, EventDefinition
 from runner.dispatch import perform
 from runner.errors import Problem
 from runner.registry import ActionRegistry, Envelope
+from runner.states import ActionOutcome
 
 VERIFY_KEY = "0" * 40
 
@@ -59,7 +60,7 @@ async def preflight(
             verify=True,
         )
         outcome = await perform(registry, envelope, each.action)
-        if outcome.outcome != "done":
+        if outcome.outcome is not ActionOutcome.DONE:
             problems.append(
                 Problem(outcome.error or "not ready", phase=each.phase, step=each.step, field=each.field)
             )

@@ -14,7 +14,7 @@ import re
 
 from runner.views import RunView, StepView, step_name
 
-# The engine's words for a failure that stopped the run (runner.engine.core._apply_on_failure).
+# The engine's words for a failure that stopped the run (runner.engine.core.apply_on_failure).
 STEP_FAILED = re.compile(r"step (?P<id>[0-9]+) \([^()]*\) failed: (?P<error>.*)", re.DOTALL)
 
 
