@@ -34,7 +34,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.channel_budget import ChannelBudget
-from bot.claims import ClaimingState, InteractionGate
+from bot.claims import InteractionGate
 from bot.clock import DiscordClock
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import DATABASE_ERRORS, StartupError
@@ -109,10 +109,9 @@ class EventBot(commands.Bot):
             drive_starts=True,
         )
         # Another process may share the token and the database: each interaction is claimed
-        # before it is parsed (``bot.claims``), and the loops below hold a lease on their work.
+        # before anything acts on it (``bot.claims``), and the loops below hold a lease on their work.
         process = self.services.runner.owner
         self.interaction_gate = InteractionGate(ExternalClaims(engine, process), self.clock)
-        self._connection.gate = self.interaction_gate
         self.work_leases = WorkLeases(engine, process, seconds=LEASE_PASSES * config.tick_interval_seconds)
         self.ticker: Ticker | None = None
         self.staff_log: StaffLog | None = None
@@ -137,25 +136,15 @@ class EventBot(commands.Bot):
             interval=config.tick_interval_seconds,
         )
 
-    def _get_state(self, **options: Any) -> ClaimingState:
-        # discord.py's own ``Client._get_state``, with the state that claims interactions.
-        return ClaimingState(
-            dispatch=self.dispatch, handlers=self._handlers, hooks=self._hooks, http=self.http, **options
-        )
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        # Every interaction reaches this listener, handled or not; the tree's and the buttons'
+        # checks await the same claim, so one this process cannot claim is answered late here
+        # (the database cannot be reached) even when nothing handles it.
+        await self.interaction_gate.claimed(interaction)
 
     def lease_for(self, work: str) -> WorkLease:
         """The lease on ``work``, which only one process sharing the database does at a time."""
         return WorkLease(self.work_leases, work, self.clock.now)
-
-    @classmethod
-    def of(cls, interaction: discord.Interaction) -> EventBot:
-        """The bot an interaction reached. A button pressed after a restart is rebuilt by
-        discord.py from its custom id with only the interaction in hand, so this is how a
-        ``DynamicItem`` finds the bot; everything else is handed the bot it serves."""
-        client = interaction.client
-        if not isinstance(client, cls):
-            raise TypeError(f"{type(client).__name__} is not an EventBot; its components belong to one")
-        return client
 
     @property
     def delivery(self) -> DiscordDelivery:

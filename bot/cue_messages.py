@@ -3,8 +3,8 @@ bringing a posted one up to date.
 
 The one place a cue message is drawn. The Discord delivery posts it and closes it when its run
 ends; the click handler (``bot.cues``) and ``/event cancel`` / ``skip`` mark it settled. The
-buttons' whole state is their ``custom_id`` (``cue:<step_id>:confirm``), which ``CUE_TEMPLATE``
-reads back when one is pressed.
+buttons' whole state is their ``custom_id`` (``bot.custom_ids.CuePress``), read back when one
+is pressed.
 """
 
 from __future__ import annotations
@@ -16,20 +16,25 @@ import discord
 
 from actions import limits
 from actions.delivery import Cue
+from bot.custom_ids import CuePress, CueVerb
 from bot.rendering import REHEARSAL_MARK, clip, fit, timestamp
 from runner.controls import CueRef
 from runner.views import step_name
 
 log = logging.getLogger(__name__)
 
-CUE_TEMPLATE = r"cue:(?P<step_id>[0-9]+):(?P<verb>confirm|skip)"
-VERBS = {"confirm": ("Confirm", discord.ButtonStyle.success), "skip": ("Skip", discord.ButtonStyle.secondary)}
+VERBS: dict[CueVerb, tuple[str, discord.ButtonStyle]] = {
+    "confirm": ("Confirm", discord.ButtonStyle.success),
+    "skip": ("Skip", discord.ButtonStyle.secondary),
+}
 NO_MENTIONS = discord.AllowedMentions.none()
 
 
-def cue_button(step_id: int, verb: str, *, disabled: bool = False) -> discord.ui.Button[discord.ui.View]:
+def cue_button(step_id: int, verb: CueVerb, *, disabled: bool = False) -> discord.ui.Button[discord.ui.View]:
     label, style = VERBS[verb]
-    return discord.ui.Button(label=label, style=style, custom_id=f"cue:{step_id}:{verb}", disabled=disabled)
+    return discord.ui.Button(
+        label=label, style=style, custom_id=CuePress(step_id, verb).custom_id, disabled=disabled
+    )
 
 
 def cue_view(step_id: int, *, disabled: bool = False) -> discord.ui.View:

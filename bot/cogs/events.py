@@ -24,10 +24,13 @@ from discord.ext import commands
 from actions import limits
 from bot import rendering
 from bot.app import EventBot
+from bot.components import claimed_and_admitted
 from bot.cue_messages import mark_settled, settled_text
+from bot.custom_ids import StartAnywayPress, StartMode
 from bot.errors import BotError, reply_to_error
 from bot.health import bot_health, health_embed
-from bot.permissions import actor_of, admit
+from bot.permissions import actor_of
+from bot.protocols import Served, served
 from bot.publishing import PublishButton, publish_upload, validate_upload
 from bot.scheduled_events import listing_status_line
 from bot.starting import check_start, confirmed_scope
@@ -119,7 +122,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         check = await check_start(services, self.bot.config, key, scope, rehearsal=rehearsal)
         if check.problems:
             view = discord.ui.View(timeout=None)
-            mode = "r" if rehearsal else "l"
+            mode: StartMode = "r" if rehearsal else "l"
             view.add_item(StartAnyway(check.key, check.version_id, check.scope_token, mode))
             embed = rendering.problems_embed(check.title, check.problems, rehearsal=rehearsal)
             await reply(interaction, embed=embed, view=view)
@@ -355,21 +358,20 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         await publish_upload(self.bot, interaction, file)
 
 
-START_TEMPLATE = (
-    r"evstart:(?P<key>[a-z0-9][a-z0-9_-]{0,63}):(?P<version>[0-9]+):(?P<scope>[0-9]+|\*):(?P<mode>[lr])"
-)
-
-
-class StartAnyway(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=START_TEMPLATE):
+class StartAnyway(
+    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=StartAnywayPress.TEMPLATE
+):
     """ "Start anyway" under a preflight's problems. It pins the version that was checked: if the
     event was republished since, it refuses rather than start something nobody checked."""
 
-    def __init__(self, key: str, version_id: int, scope: str, mode: str, *, disabled: bool = False) -> None:
+    def __init__(
+        self, key: str, version_id: int, scope: str, mode: StartMode, *, disabled: bool = False
+    ) -> None:
         super().__init__(
             discord.ui.Button(
                 label="Rehearse anyway" if mode == "r" else "Start anyway",
                 style=discord.ButtonStyle.danger,
-                custom_id=f"evstart:{key}:{version_id}:{scope}:{mode}",
+                custom_id=StartAnywayPress(key, version_id, scope, mode).custom_id,
                 disabled=disabled,
             )
         )
@@ -379,21 +381,22 @@ class StartAnyway(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], te
     async def from_custom_id(
         cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
     ) -> StartAnyway:
-        return cls(match["key"], int(match["version"]), match["scope"], match["mode"])
+        press = StartAnywayPress.from_match(match)
+        return cls(press.key, press.version_id, press.scope_token, press.mode)
 
     def capability(self) -> str:
         return "rehearse" if self.mode == "r" else "start"
 
     async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
-        return await admit(EventBot.of(interaction).config, interaction, self.capability())
+        return await claimed_and_admitted(interaction, self.capability())
 
     async def callback(self, interaction: discord.Interaction) -> None:
         try:
-            await self._confirmed(EventBot.of(interaction), interaction)
+            await self._confirmed(served(interaction), interaction)
         except Exception as exc:
             await reply_to_error(interaction, exc)
 
-    async def _confirmed(self, bot: EventBot, interaction: discord.Interaction) -> None:
+    async def _confirmed(self, bot: Served, interaction: discord.Interaction) -> None:
         rehearsal = self.mode == "r"
         view = discord.ui.View(timeout=None)
         view.add_item(StartAnyway(self.key, self.version_id, self.scope, self.mode, disabled=True))
