@@ -36,12 +36,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.channel_budget import ChannelBudget
 from bot.claims import InteractionGate
 from bot.clock import DiscordClock
+from bot.cogs.events import EventCog
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import DATABASE_ERRORS, StartupError
-from bot.live_runs import LiveRuns
+from bot.loops.live_runs import LiveRuns
+from bot.loops.scheduled_events import Mirror
+from bot.loops.staff_log import StaffLog
+from bot.loops.ticker import Ticker
+from bot.loops.work_lease import LEASE_PASSES, WorkLease
 from bot.publish_drafts import Drafts
-from bot.scheduled_events import Mirror
-from bot.staff_log import StaffLog
 from bot.startup import (
     Retry,
     Unreachable,
@@ -50,9 +53,7 @@ from bot.startup import (
     keep_trying,
     quiet_voice,
 )
-from bot.ticker import Ticker
 from bot.tree import GuardedTree
-from bot.work_lease import LEASE_PASSES, WorkLease
 from runner.clock import Clock
 from runner.db import create_engine
 from runner.engine import RunnerSettings, serving_settings
@@ -69,7 +70,7 @@ TOKEN_REFUSED = "Discord refused the token in DISCORD_TOKEN (it is not a valid b
 GATEWAY_TOKEN_REFUSED = 4004
 
 # Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
-EXTENSIONS = ("bot.cues", "bot.cogs.events")
+EXTENSIONS = ("bot.cogs.cues", "bot.cogs.events")
 
 
 class EventBot(commands.Bot):
@@ -119,11 +120,24 @@ class EventBot(commands.Bot):
         self.publish_drafts = Drafts()
         self.interaction_gate.elsewhere.append(self.publish_drafts.elsewhere)
         # The live run messages: their own loop, so a slow or refused edit never holds up a run.
-        self.live_runs = LiveRuns(self, interval=config.tick_interval_seconds)
+        self.live_runs = LiveRuns(
+            self,
+            config,
+            engine,
+            self.services.versions,
+            owner=process,
+            clock=self.clock,
+            budget=self.channel_budget,
+            lease=self.lease_for("live-run-messages"),
+            interval=config.tick_interval_seconds,
+            posted=self._staff_log_nudge,
+        )
+        self.add_listener(self.live_runs.on_raw_message_delete, "on_raw_message_delete")
         events = config.discord_events
         # The Events-tab mirror: its own loop, so a refused or slow request never holds up a run.
         self.mirror = Mirror(
             self,
+            config,
             ListingService(
                 engine,
                 self.services.versions,
@@ -133,7 +147,9 @@ class EventBot(commands.Bot):
                 max_listed=events.max_listed,
                 mirror_by_default=events.mirror,
             ),
+            lease=self.lease_for("events-mirror"),
             interval=config.tick_interval_seconds,
+            notice=self._staff_log_notice,
         )
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
@@ -181,6 +197,8 @@ class EventBot(commands.Bot):
             self.services.versions,
             interval=self.config.tick_interval_seconds,
             lease=self.lease_for("staff-log"),
+            budget=self.channel_budget,
+            clock=self.clock,
         )
         await self.staff_log.prime()
         await self.live_runs.prime()
@@ -196,6 +214,15 @@ class EventBot(commands.Bot):
         self.staff_log.start()
         self.mirror.start()
         self.live_runs.start()
+
+    # The staff log is built in ``setup_hook``, after the loops that report to it.
+    def _staff_log_nudge(self) -> None:
+        if self.staff_log is not None:
+            self.staff_log.nudge()
+
+    def _staff_log_notice(self, text: str) -> None:
+        if self.staff_log is not None:
+            self.staff_log.notice(text)
 
     def _after_tick(self) -> None:
         # The staff log, the mirror and the live messages follow the run log; a tick is when it has grown.
@@ -260,9 +287,6 @@ def event_commands() -> app_commands.Group:
     discord.py binds a cog's commands in ``Cog.__new__``, so the cog's group exists without
     running ``EventCog.__init__`` (which takes the bot the commands serve): publishing reads the
     commands' definitions and calls none of them."""
-    # Imported here: the cog module imports this one (for ``EventBot``).
-    from bot.cogs.events import EventCog
-
     group = EventCog.__new__(EventCog).app_command
     assert group is not None, "a GroupCog always has its group"
     return group

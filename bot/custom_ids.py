@@ -7,7 +7,7 @@ pattern a press is matched with, ``from_match`` reads a match back, and ``parse`
 the bot made (``None`` for one it did not). Discord allows 100 characters; the longest here (a
 start with a 64-character key) is well under.
 
-* ``cue:<step_id>:<confirm|skip>``: a GM cue's Confirm and Skip (``bot.cues``).
+* ``cue:<step_id>:<confirm|skip>``: a GM cue's Confirm and Skip (``bot.cogs.cues``).
 * ``evstart:<key>:<version id>:<scope index|*>:<l|r>``: "Start anyway" (or "Rehearse anyway")
   under a preflight's problems, pinned to the version checked (``bot.cogs.events``).
 * ``evpub:<token>:<publish|cancel>``: the buttons of a ``/event publish`` preview, naming the

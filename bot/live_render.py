@@ -1,6 +1,6 @@
 """A run's live message as Discord shows it: ``runner.views.LiveView`` to a ``discord.Embed``.
 
-Plain functions, so the loop that keeps the message edited (``bot.live_runs``) only decides
+Plain functions, so the loop that keeps the message edited (``bot.loops.live_runs``) only decides
 when to send; what a moderator reads is decided here, within Discord's limits (every line is
 clipped, the links are fitted as many as fit and counted beyond that, ``fit`` bounds the whole).
 The render holds no "now": two renders of one state are identical, which is what lets the loop

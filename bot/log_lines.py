@@ -1,7 +1,7 @@
 """The staff log's words: one ``Line`` per run-log entry staff should be told of (a control or a
 cue action and who pressed it, a step that failed or is retried and why, a run missed, degraded
 or stalled, a reminder that did not go out, ...), the message each line links to, and the
-packing of lines into as few messages as Discord allows. ``bot.staff_log`` posts them and
+packing of lines into as few messages as Discord allows. ``bot.loops.staff_log`` posts them and
 ``bot.log_bursts`` sums a burst up.
 
 Steps are named by ``runner.views.step_name`` (the number ``/event skip`` takes and the status

@@ -18,6 +18,7 @@ import discord
 if TYPE_CHECKING:
     from bot.claims import InteractionGate
     from bot.discord_delivery import DiscordDelivery
+    from bot.loops.scheduled_events import Mirror
     from bot.publish_drafts import Drafts
     from wiring.config import Config
     from wiring.services import Services
@@ -32,7 +33,8 @@ class Nudgeable(Protocol):
 @runtime_checkable
 class Served(Protocol):
     """What a command, an autocomplete or a button needs of the bot it reached: the config, the
-    engine's services, the claims on interactions, this process's publish previews, and a way to
+    engine's services, the claims on interactions, this process's publish previews, the
+    Events-tab mirror (whose trouble ``/event status`` and ``/event health`` show), and a way to
     wake the runner after a change."""
 
     @property
@@ -47,6 +49,9 @@ class Served(Protocol):
     @property
     def publish_drafts(self) -> Drafts: ...
 
+    @property
+    def mirror(self) -> Mirror: ...
+
     def nudge(self) -> None: ...
 
 
@@ -54,7 +59,12 @@ def served(interaction: discord.Interaction) -> Served:
     """The bot an interaction reached. A button pressed after a restart is rebuilt by discord.py
     from its custom id with only the interaction in hand, so this is how a ``DynamicItem`` finds
     what it needs."""
-    client = interaction.client
+    return served_by(interaction.client)
+
+
+def served_by(client: discord.Client) -> Served:
+    """``client`` as what the commands and buttons need (an extension's ``setup`` is handed the
+    bot as a plain ``commands.Bot``)."""
     if not isinstance(client, Served):
         raise TypeError(f"{type(client).__name__} is not an EventBot; its components belong to one")
     return client

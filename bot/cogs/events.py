@@ -23,16 +23,15 @@ from discord.ext import commands
 
 from actions import limits
 from bot import rendering
-from bot.app import EventBot
 from bot.components import claimed_and_admitted
 from bot.cue_messages import mark_settled, settled_text
 from bot.custom_ids import StartAnywayPress, StartMode
 from bot.errors import BotError, reply_to_error
 from bot.health import bot_health, health_embed
+from bot.loops.scheduled_events import listing_status_line
 from bot.permissions import actor_of
-from bot.protocols import Served, served
+from bot.protocols import Served, served, served_by
 from bot.publishing import PublishButton, publish_upload, validate_upload
-from bot.scheduled_events import listing_status_line
 from bot.starting import check_start, confirmed_scope
 from runner import schedule, views
 from runner.controls import Control, ControlResult, Reason
@@ -76,8 +75,11 @@ def matches(current: str, *texts: str) -> bool:
 
 
 class EventCog(commands.GroupCog, group_name="event", group_description="Run live events"):
-    def __init__(self, bot: EventBot) -> None:
+    def __init__(self, bot: Served, client: discord.Client) -> None:
+        # ``bot``: what the commands act through; ``client``: Discord itself (the channels
+        # ``/event health`` checks, the cue messages ``/event cancel`` and ``skip`` edit).
         self.bot = bot
+        self.client = client
         super().__init__()
 
     # ── start / rehearse ──────────────────────────────────────────────────
@@ -201,7 +203,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
             text = settled_text(
                 "cancelled", interaction.user.mention, at=self.bot.services.clock.now(), reason=reason
             )
-            edited = await mark_settled(self.bot, result.cues, text)
+            edited = await mark_settled(self.client, result.cues, text)
         await self._done(interaction, result, edited=edited)
 
     @app_commands.command(name="skip", description="Skip a pending step or a waiting cue", extras=CONTROL)
@@ -212,7 +214,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         edited = 0
         if result.ok and result.cues:
             text = settled_text("skipped", interaction.user.mention, at=self.bot.services.clock.now())
-            edited = await mark_settled(self.bot, result.cues, text)
+            edited = await mark_settled(self.client, result.cues, text)
         await self._done(interaction, result, edited=edited)
 
     async def _done(
@@ -279,7 +281,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         await interaction.response.defer(ephemeral=True, thinking=True)
         services = self.bot.services
         # What the bot cannot do for the runs, said above whichever status is shown.
-        warning = await listing_status_line(self.bot)
+        warning = await listing_status_line(self.bot.mirror)
         if run is None:
             in_flight = await views.list_runs(
                 services.engine, in_flight_only=True, versions=services.versions
@@ -307,7 +309,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
     )
     async def health(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        await reply(interaction, embed=health_embed(await bot_health(self.bot)))
+        await reply(interaction, embed=health_embed(await bot_health(self.client, self.bot)))
 
     @app_commands.command(name="list", description="Published events and the runs in flight", extras=READ)
     async def list_(self, interaction: discord.Interaction) -> None:
@@ -409,7 +411,7 @@ class StartAnyway(
         await interaction.followup.send(rendering.control_answer(result), ephemeral=True)
 
 
-async def setup(bot: EventBot) -> None:
+async def setup(bot: commands.Bot) -> None:
     """Loaded by ``EventBot.setup_hook`` as an extension (``bot.load_extension``)."""
     bot.add_dynamic_items(StartAnyway, PublishButton)
-    await bot.add_cog(EventCog(bot))
+    await bot.add_cog(EventCog(served_by(bot), bot))
