@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from typing import assert_never
 
 import discord
 
@@ -19,6 +20,7 @@ from actions.delivery import Cue
 from bot.custom_ids import CuePress, CueVerb
 from bot.rendering import REHEARSAL_MARK, clip, fit, timestamp
 from runner.controls import CueRef
+from runner.states import StepStatus
 from runner.views import step_name
 
 log = logging.getLogger(__name__)
@@ -72,20 +74,25 @@ def cue_embed(cue: Cue) -> discord.Embed:
 
 
 def settled_text(
-    status: str, who: str | None, *, at: dt.datetime | None = None, reason: str | None = None
+    status: StepStatus | str, who: str | None, *, at: dt.datetime | None = None, reason: str | None = None
 ) -> str:
-    """The line a settled cue message shows instead of its ping."""
+    """The line a cue message whose step is in ``status`` shows instead of its ping."""
     when = f" {timestamp(at)}" if at is not None else ""
     by = f" by {who}" if who else ""
-    if status == "done":
-        return f"✅ Confirmed{by}{when}"
-    if status == "skipped":
-        return f"⏭️ Skipped{by}{when}"
-    if status == "cancelled":
-        return clip(f"⏹️ Cancelled{by}{when}" + (f": {reason}" if reason else ""), limits.CONTENT_MAX)
-    if status == "failed":
-        return "❌ This step failed; see /event status"
-    return f"This cue is {status}"
+    status = StepStatus(status)
+    match status:
+        case StepStatus.DONE:
+            return f"✅ Confirmed{by}{when}"
+        case StepStatus.SKIPPED:
+            return f"⏭️ Skipped{by}{when}"
+        case StepStatus.CANCELLED:
+            return clip(f"⏹️ Cancelled{by}{when}" + (f": {reason}" if reason else ""), limits.CONTENT_MAX)
+        case StepStatus.FAILED:
+            return "❌ This step failed; see /event status"
+        case StepStatus.PENDING | StepStatus.RUNNING:
+            return f"This cue is {status}"
+        case _:
+            assert_never(status)
 
 
 async def mark_settled(bot: discord.Client, refs: tuple[CueRef, ...], text: str) -> int:

@@ -32,6 +32,7 @@ from bot.permissions import actor_of
 from bot.protocols import Served, served
 from bot.rendering import control_answer, person
 from runner.controls import ControlResult
+from runner.states import STEP_OPEN, StepStatus
 from runner.views import run_view
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ async def click(bot: Served, interaction: discord.Interaction, step_id: int, ver
     result = await controls.settle_cue(step_id, verb, actor=actor, message_id=message_id)
     ids = {"run_id": result.run_id, "step_id": step_id}
     if result.ok:
-        status = "done" if verb == "confirm" else "skipped"
+        status = StepStatus.DONE if verb == "confirm" else StepStatus.SKIPPED
         log.info("cue %s %s by %s", step_id, status, actor, extra=ids)
         text = settled_text(status, interaction.user.mention, at=bot.services.clock.now())
         if not await _show(interaction, step_id, text):
@@ -110,12 +111,12 @@ async def _show(interaction: discord.Interaction, step_id: int, text: str) -> bo
 async def current_text(bot: Served, result: ControlResult) -> str | None:
     """What a cue message should say now that its step is settled, or ``None`` if it is not."""
     ref = result.cues[0] if result.cues else None
-    if ref is None or ref.status in ("pending", "running") or result.run_id is None:
+    if ref is None or ref.status in STEP_OPEN or result.run_id is None:
         return None
     run = await run_view(bot.services.engine, result.run_id, bot.services.versions)
     step = next((s for p in (run.phases if run else []) for s in p.steps if s.id == ref.step_id), None)
     who = person(step.settled_by) if step and step.settled_by else None
-    reason = run.last_error if run is not None and ref.status == "cancelled" else None
+    reason = run.last_error if run is not None and ref.status == StepStatus.CANCELLED else None
     return settled_text(ref.status, who, reason=reason)
 
 

@@ -35,7 +35,7 @@ from bot.publishing import PublishButton, publish_upload, validate_upload
 from bot.starting import check_start, confirmed_scope
 from runner import schedule, views
 from runner.controls import Control, ControlResult, Reason
-from runner.states import RunStatus
+from runner.states import RunStatus, StepStatus
 
 START = {"capability": "start"}
 CONTROL = {"capability": "control"}
@@ -201,7 +201,10 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         edited = 0
         if result.ok and result.cues:
             text = settled_text(
-                "cancelled", interaction.user.mention, at=self.bot.services.clock.now(), reason=reason
+                StepStatus.CANCELLED,
+                interaction.user.mention,
+                at=self.bot.services.clock.now(),
+                reason=reason,
             )
             edited = await mark_settled(self.client, result.cues, text)
         await self._done(interaction, result, edited=edited)
@@ -213,7 +216,9 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         result = await self.bot.services.controls.skip(step, run_id=run, actor=actor_of(interaction.user))
         edited = 0
         if result.ok and result.cues:
-            text = settled_text("skipped", interaction.user.mention, at=self.bot.services.clock.now())
+            text = settled_text(
+                StepStatus.SKIPPED, interaction.user.mention, at=self.bot.services.clock.now()
+            )
             edited = await mark_settled(self.client, result.cues, text)
         await self._done(interaction, result, edited=edited)
 

@@ -47,10 +47,13 @@ def _aware(moment: dt.datetime) -> dt.datetime:
     return moment.replace(tzinfo=dt.UTC)
 
 
-def _status_of(event: discord.ScheduledEvent) -> str:
-    return {_S.scheduled: "scheduled", _S.active: "active", _S.completed: "completed"}.get(
-        event.status, "cancelled"
-    )
+def _status_of(event: discord.ScheduledEvent) -> ListingStatus:
+    shown = {
+        _S.scheduled: ListingStatus.SCHEDULED,
+        _S.active: ListingStatus.ACTIVE,
+        _S.completed: ListingStatus.COMPLETED,
+    }
+    return shown.get(event.status, ListingStatus.CANCELLED)
 
 
 class Mirror:
@@ -173,7 +176,7 @@ class Mirror:
                 return
             event = await self._create(guild, desired)
             await self.service.created(work, str(event.id))
-            await self.service.settle(work, str(event.id), "scheduled")
+            await self.service.settle(work, str(event.id), ListingStatus.SCHEDULED)
             return
         event = await self._move(event, desired)
         await self.service.settle(work, str(event.id), _status_of(event))
