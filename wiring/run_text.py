@@ -46,8 +46,13 @@ def last_error_text(run: RunView) -> str | None:
 
 # How a pruned run's counts read: a step's status, and a reminder's (as /event status words them).
 _S = StepStatus
-_STEP_WORDS = {_S.DONE: "done", _S.SKIPPED: "skipped", _S.FAILED: "failed", _S.CANCELLED: "cancelled"}
-_REMINDER_WORDS = {
+_STEP_WORDS: dict[str, str] = {
+    _S.DONE: "done",
+    _S.SKIPPED: "skipped",
+    _S.FAILED: "failed",
+    _S.CANCELLED: "cancelled",
+}
+_REMINDER_WORDS: dict[str, str] = {
     _S.DONE: "sent",
     _S.SKIPPED: "not sent",
     _S.FAILED: "not delivered",
@@ -55,7 +60,7 @@ _REMINDER_WORDS = {
 }
 
 
-def _counted(counts: dict[str, int], noun: str, words: dict[StepStatus, str]) -> str | None:
+def _counted(counts: dict[str, int], noun: str, words: dict[str, str]) -> str | None:
     total = sum(counts.values())
     if not total:
         return None
