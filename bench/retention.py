@@ -343,7 +343,7 @@ async def lateness_over_backlog(backlog: Path, keep_days: float, samples: int) -
 async def run(backend: Backend, options: Options) -> list[Result]:
     if backend.name != "sqlite":
         # The size of a SQLite file is what the issue asks about; MariaDB's tablespace is
-        # OPTIMIZE TABLE's business (README), and the prune statements are the same.
+        # OPTIMIZE TABLE's business (docs/production.md), and the prune statements are the same.
         return []
     days, keep = (6, 2) if options.quick else (DAYS, KEEP_DAYS)
     samples = 40 if options.quick else LATE_SAMPLES

@@ -30,7 +30,6 @@ import discord
 from alembic.script import ScriptDirectory
 from discord import app_commands
 from discord.ext import commands
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.channel_budget import ChannelBudget
@@ -54,12 +53,13 @@ from bot.startup import (
     quiet_voice,
 )
 from bot.tree import GuardedTree
+from bridge.exclusive import ExternalClaims, WorkLeases
+from bridge.listings import ListingService
 from runner.clock import Clock
 from runner.db import create_engine
 from runner.engine import RunnerSettings, serving_settings
-from runner.exclusive import ExternalClaims, WorkLeases
-from runner.listings import ListingService
 from runner.migrate import alembic_config, current_revision
+from runner.redaction import masked_url
 from wiring.config import Config
 from wiring.services import Services, assemble
 
@@ -307,7 +307,7 @@ async def sync_tree(client: HasTree, guild_id: int | None = None) -> list[app_co
 
 
 def database_shown(engine: AsyncEngine) -> str:
-    return make_url(str(engine.url)).render_as_string(hide_password=True)
+    return masked_url(str(engine.url))
 
 
 async def check_schema(engine: AsyncEngine) -> None:

@@ -3,7 +3,7 @@
 Discord delivers every interaction to every gateway session of the bot, and accepts only the
 first answer: two processes that both acted on a GM's Confirm would have one of them tell the GM
 "already confirmed". So before anything looks at an interaction, it is claimed by its id in the
-database (``runner.exclusive.ExternalClaims``, an ``INSERT IGNORE`` committed on its own). The
+database (``bridge.exclusive.ExternalClaims``, an ``INSERT IGNORE`` committed on its own). The
 process whose insert added the row handles it; every other process says nothing at all, no
 answer and no defer.
 
@@ -49,9 +49,9 @@ from typing import Any
 import discord
 
 from bot.errors import DATABASE_DOWN, send_ephemeral
+from bridge.exclusive import ExternalClaims
 from runner.clock import Clock
 from runner.db import DATABASE_ERRORS
-from runner.exclusive import ExternalClaims
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""A run's live message as Discord shows it: ``runner.views.LiveView`` to a ``discord.Embed``.
+"""A run's live message as Discord shows it: ``bridge.live.LiveView`` to a ``discord.Embed``.
 
 Plain functions, so the loop that keeps the message edited (``bot.loops.live_runs``) only decides
 when to send; what a moderator reads is decided here, within Discord's limits (every line is
@@ -17,9 +17,9 @@ import discord
 
 from actions import limits
 from bot.rendering import clip, fit, fit_list, person, run_name, status_colour, timestamp
+from bridge.live import HumanAction, LiveView, PostedLink, Waiting, WaitKind
 from runner.answers import Control
 from runner.states import Health, RunStatus
-from runner.views import HumanAction, LiveView, PostedLink, Waiting, WaitKind
 
 
 def headline(status: RunStatus | str) -> str:

@@ -359,7 +359,7 @@ def batch_lines(lines: Sequence[str], size: int = limits.CONTENT_MAX) -> list[st
 
 def batch(lines: Sequence[str], size: int = limits.CONTENT_MAX) -> list[tuple[str, range]]:
     """Pack lines into messages within ``size``, each with the range of lines it holds (the
-    poster's cursor moves past a message's lines only once it went out)."""
+    poster delivers a message's lines to its log follower only once it went out)."""
     messages: list[tuple[str, range]] = []
     current, start = "", 0
     for index, line in enumerate(lines):

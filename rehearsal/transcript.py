@@ -15,9 +15,9 @@ import json
 import zoneinfo
 from typing import Any
 
+from bridge.listings import STATUS_OF_RUN, Desired
 from rehearsal.console import Console, format_duration, format_offset, run_label
 from runner import history, views
-from runner.listings import STATUS_OF_RUN, Desired
 from runner.states import Health, RunStatus
 
 # The step events, each printed as ``<step> <outcome>`` (``step.done`` -> ``done``).

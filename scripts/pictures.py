@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""The README's pictures: ``python scripts/pictures.py`` redraws every PNG in ``docs/pictures/``.
+"""The pictures of the README and docs/: ``python scripts/pictures.py`` redraws every PNG in ``docs/pictures/``.
 
 What players, GMs and staff see, as Discord draws it, from the real bot: ``create_bot`` on a
 migrated SQLite database, driven through simcord (an offline Discord) and photographed by
 simcord's preview in a headless Chromium. The event is ``examples/invasion.yaml`` (one world,
 ``aurora``), the config is ``config.example.yaml``'s aliases and permissions on a simulated
-server, so the pictures show what a new server set up from the README would show.
+server, so the pictures show what a new server set up as docs/setup.md says would show.
 
 These are pictures, not tests: they assert nothing (the simcord tests in ``tests/bot/`` do), they
 need a browser the test suite does not, and a changed pixel is not a defect. Run it after

@@ -1,10 +1,10 @@
 """The live run messages: one message per run in the staff log channel, posted when the run
 starts and edited as it moves until it ends (a last edit showing how it ended, then left alone).
 
-It follows the run log by cursor, as the staff log and the Events-tab mirror do, in a loop of its
-own (``WakeableLoop``, nudged after every tick), so it never holds up a run; a Discord or
-database error is logged once per run and kind and retried after a back-off, never raised into
-the loop. What a message shows is ``runner.views.LiveView``, rendered by ``bot.live_render``.
+It follows the run log with a ``runner.sql.run_log.LogFollower`` (every line once, one committed
+after a higher id too), as the staff log and the Events-tab mirror do, in a loop of its own
+(``WakeableLoop``, nudged after every tick), so it never holds up a run; a Discord or database
+error is logged once per run and kind and retried after a back-off, never raised into the loop. What a message shows is ``bridge.live.LiveView``, rendered by ``bot.live_render``.
 
 Staying inside Discord's limits:
 
@@ -55,9 +55,10 @@ from bot.errors import DATABASE_ERRORS
 from bot.live_render import digest, live_embed
 from bot.loops.ticker import WakeableLoop
 from bot.loops.work_lease import WorkLease
+from bridge.live import LiveMessages, LiveRow, LiveView, live_view
 from runner.catalog import VersionCache
 from runner.clock import Clock
-from runner.views import LiveMessages, LiveRow, LiveView, live_view
+from runner.sql.run_log import LogFollower
 from wiring.config import Config
 
 log = logging.getLogger(__name__)
@@ -105,7 +106,8 @@ class LiveRuns:
         self.budget = budget
         self.posted = posted
         self.store = LiveMessages(engine, owner)
-        self.cursor: int | None = None
+        # Where this process is in the run log (None: not known, the next pass starts it).
+        self.follower: LogFollower | None = None
         # Runs to look at, each with the loop time from which to look (0: now).
         self.dirty: dict[int, float] = {}
         # Loop time of each run's last send or edit (what EDIT_GAP is measured from).
@@ -167,10 +169,10 @@ class LiveRuns:
 
     async def _prime(self) -> None:
         """Start from now, with every open message and every run in flight that has none."""
-        cursor = await self.store.latest_log_id()
+        follower = await self.store.follow_from_now()
         for run_id in await self.store.to_reconcile(MAX_OPEN * 4):
             self.dirty.setdefault(run_id, 0.0)
-        self.cursor = cursor
+        self.follower = follower
 
     async def pass_once(self) -> float:
         """One pass (never raises): read which runs moved, and update the messages that may be."""
@@ -181,20 +183,19 @@ class LiveRuns:
             taken = await self.lease.take()
             if taken is None:
                 # Another process posts and edits; what this one knew is stale when it takes over.
-                self.cursor = None
+                self.follower = None
                 self.dirty.clear()
                 return interval
             if taken.fresh:
-                self.cursor = None
+                self.follower = None
         try:
-            if self.cursor is None:
+            if self.follower is None:
                 await self._prime()
-            assert self.cursor is not None
-            changes = await self.store.changes_after(self.cursor)
+            assert self.follower is not None
+            changes = await self.store.changes(self.follower)
         except DATABASE_ERRORS as exc:
             self._report_once(None, "database", f"live run messages: database unreachable: {exc}")
             return interval
-        self.cursor = changes.cursor
         if channel is None:
             # Not this process's guild (or the channel is gone): the process that sees it posts.
             self.dirty.clear()

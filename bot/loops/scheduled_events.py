@@ -2,7 +2,7 @@
 guild scheduled event (the server's Events tab), created, edited, started, ended and cancelled
 with its run.
 
-``runner.listings`` decides what needs pushing and claims it; this module only turns a claimed
+``bridge.listings`` decides what needs pushing and claims it; this module only turns a claimed
 ``Work`` into requests, and runs in a loop of its own beside the ticker, so nothing it does (a
 refused request, Discord down, a missing permission) holds up or fails a run. A failure is
 logged once and shown to staff once (per run and error), then retried after a back-off.
@@ -22,8 +22,8 @@ import discord
 
 from bot.loops.ticker import WakeableLoop
 from bot.loops.work_lease import WorkLease
+from bridge.listings import GONE, SKIPPED, Desired, ListingService, ListingStatus, Work, mirrored_keys
 from runner.errors import Problem
-from runner.listings import GONE, SKIPPED, Desired, ListingService, ListingStatus, Work, mirrored_keys
 from runner.preflight import MANAGE_EVENTS_MISSING
 from wiring.config import Config
 

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from bot.loops.scheduled_events import Mirror, listing_status_line
-from runner.listings import ListingService
+from bridge.listings import ListingService
 from runner.schema import listings, runs
 from runner.views import list_runs
 from tests.bot.conftest import TICK, Sim, make_config

@@ -1,4 +1,4 @@
-"""The README's quick start and the command line's help.
+"""The README's quick start, its first event, and the command line's help.
 
 The first quick-start command (``scripts/demo.py``) is run here as far as the process boundary:
 its virtual-environment set-up is replaced, the command it would ``exec`` is captured, and that
@@ -17,7 +17,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.cli.conftest import EXAMPLE_FILES, EXAMPLES, REPO, Cli
+from tests.cli.conftest import EXAMPLE_CONFIG, EXAMPLE_FILES, EXAMPLES, REPO, Cli
 
 README = REPO / "README.md"
 GUARANTEES = REPO / "docs" / "GUARANTEES.md"
@@ -86,6 +86,51 @@ def test_the_demo_rehearses_the_invasion_to_completion(
     assert "GM cue in the GM channel, pings @game-masters" in result.out
     assert "[+00:30:00] run 1 aurora: completed (health ok)" in result.out
     assert result.out.rstrip().endswith("rehearsal completed: 1 of 1 runs completed")
+
+
+def first_event_section() -> str:
+    return README.read_text(encoding="utf-8").split("## Your first event", 1)[1].split("\n## ", 1)[0]
+
+
+def shown_output(section: str, command: str) -> list[str]:
+    """The lines the README shows under ``$ command`` (an indented block), "..." left out."""
+    block = section.split(f"    $ {command}\n", 1)[1].split("\n\n", 1)[0]
+    return [line[4:].rstrip() for line in block.splitlines() if line.strip() != "..."]
+
+
+def test_the_readme_first_event_validates_and_rehearses_as_shown(cli: Cli, tmp_path: Path) -> None:
+    # The walk-through is what a newcomer copies: the definition must be valid against the
+    # example config, and what the README says validate and rehearse print must be what they print.
+    section = first_event_section()
+    yaml_block = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert yaml_block, "the first event has its definition"
+    (tmp_path / "events").mkdir()
+    (tmp_path / "events" / "harbour-race.yaml").write_text(yaml_block.group(1), encoding="utf-8")
+    (tmp_path / "config.yaml").write_text(EXAMPLE_CONFIG.read_text(encoding="utf-8"), encoding="utf-8")
+
+    validate = "python -m bot validate events/harbour-race.yaml"
+    result = cli(*validate.split()[3:])
+    assert result.code == 0
+    assert result.lines == shown_output(section, validate)
+
+    rehearse = "python -m bot rehearse events/harbour-race.yaml --cues confirm"
+    result = cli(*rehearse.split()[3:])
+    assert result.code == 0
+    printed = [line.rstrip() for line in result.lines]
+    shown = shown_output(section, rehearse)
+    assert shown, "the README shows the rehearsal's output"
+    # In order, with the lines the README leaves out ("...") in between.
+    position = 0
+    for line in shown:
+        assert line in printed[position:], f"the rehearsal does not print {line!r} where the README shows it"
+        position = printed.index(line, position) + 1
+
+    database = f"sqlite+aiosqlite:///{tmp_path / 'first.sqlite3'}"
+    assert cli("migrate", "--database", database).code == 0
+    result = cli("publish", "--database", database)
+    assert result.code == 0
+    assert "`published harbour-race v1`" in section
+    assert result.out.startswith("published harbour-race v1")
 
 
 def test_every_example_validates(cli: Cli) -> None:
