@@ -4,7 +4,7 @@ where its steps posted (channel and message ids) and, once it is over, how it en
 its live message is.
 
 The bot renders ``LiveView`` as the embed it keeps edited in the staff channel
-(``bot.live_runs``); the staff log links a run's lines to ``live_message_of``.
+(``bot.loops.live_runs``); the staff log links a run's lines to ``live_message_of``.
 
 What counts as "the last human action": a start by a person (not the schedule), a pause,
 resume, cancel or retry control, and a cue's Confirm or Skip, each with the actor its run-log

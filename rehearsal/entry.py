@@ -23,6 +23,7 @@ from runner.definitions import load_file
 from runner.errors import DefinitionError
 from runner.migrate import upgrade
 from runner.redaction import masked_url
+from runner.states import RunStatus
 from wiring.config import Config
 from wiring.control_text import control_text
 from wiring.services import assemble
@@ -193,10 +194,10 @@ async def cancel_rehearsals(
         said = control_text(result)
         console.emit(
             "status" if result.ok else "error",
-            f"{run_label(run.id, run.scope)}: {'cancelled' if result.ok else said}",
+            f"{run_label(run.id, run.scope)}: {RunStatus.CANCELLED if result.ok else said}",
             run_id=run.id,
             scope=run.scope,
-            to="cancelled" if result.ok else None,
+            to=RunStatus.CANCELLED if result.ok else None,
             message=said,
         )
     if len(busy) > len(rehearsals):

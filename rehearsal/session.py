@@ -24,6 +24,7 @@ from runner.history import Entry, RunCreated, RunStatusChanged
 from runner.registry import Envelope
 from runner.reminder_rules import reminder_label
 from runner.schema import RUN_TERMINAL
+from runner.states import RunStatus, StepStatus
 from wiring.control_text import control_text
 from wiring.run_text import failed_step, last_error_text
 from wiring.services import Services
@@ -235,7 +236,7 @@ class Rehearsal:
         )
         self.console.note("")
         for run in runs:
-            if run.status == "paused":
+            if run.status == RunStatus.PAUSED:
                 result = await self.services.controls.resume(run.id, actor=ACTOR)
                 if not result.ok:
                     said = control_text(result)
@@ -263,7 +264,7 @@ class Rehearsal:
             current = [self._views[run_id] for run_id in self.run_ids]
             if all(view.status in RUN_TERMINAL for view in current):
                 return
-            paused = [view for view in current if view.status == "paused"]
+            paused = [view for view in current if view.status == RunStatus.PAUSED]
             if paused:
                 raise _Stop(
                     f"{_paused_where(paused[0])}. A live run would wait here for staff to retry, "
@@ -281,7 +282,9 @@ class Rehearsal:
                 raise _Stop("no run is due and no cue is waiting, yet not every run has ended")
             if wake <= now and (report.runs_advanced or report.steps_dispatched):
                 continue
-            blocked = any(view.status == "scheduled" and view.scheduled_for <= now for view in current)
+            blocked = any(
+                view.status == RunStatus.SCHEDULED and view.scheduled_for <= now for view in current
+            )
             if blocked:
                 # A run waiting on a concurrency key only rechecks now and then; nothing changes
                 # for it until its holder moves on, so skip straight to the holder's next step.
@@ -296,7 +299,7 @@ class Rehearsal:
             step.due_at
             for view in self._views.values()
             for step in view.open_steps()
-            if step.status == "pending" and step.due_at is not None and step.due_at > now
+            if step.status == StepStatus.PENDING and step.due_at is not None and step.due_at > now
         ]
         return min(due, default=None)
 
@@ -404,7 +407,7 @@ class Rehearsal:
         self.console.note("")
         for run_id in self.run_ids:
             view = self._views[run_id]
-            done = view.status == "completed"
+            done = view.status == RunStatus.COMPLETED
             completed += done
             text = f"{run_label(view.id, view.scope)}: {view.status} (health {view.health})"
             said = last_error_text(view)

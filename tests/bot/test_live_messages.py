@@ -10,7 +10,7 @@ from typing import Any
 import discord
 import sqlalchemy as sa
 
-from bot.live_runs import EDIT_GAP
+from bot.loops.live_runs import EDIT_GAP
 from runner.schema import live_messages
 from tests.bot.conftest import TICK, Sim
 from tests.support.definitions import event, phase, wait
@@ -292,9 +292,9 @@ async def test_fifty_runs_moving_at_once_stay_inside_the_channel_budget_and_lose
 async def test_at_most_max_open_runs_have_a_live_message_at_once(sim: Sim, monkeypatch: Any) -> None:
     """A start of many scopes posts live messages for the first MAX_OPEN runs only (the channel's
     budget would otherwise go to them for minutes); the others get none while those are open."""
-    import bot.live_runs
+    import bot.loops.live_runs
 
-    monkeypatch.setattr(bot.live_runs, "MAX_OPEN", 3)
+    monkeypatch.setattr(bot.loops.live_runs, "MAX_OPEN", 3)
     await sim.publish(
         event("crowd", phase("main", wait(600), wait(1)), title="Crowd", scopes=[f"s{n}" for n in range(5)])
     )

@@ -20,7 +20,7 @@ from actions import limits, validation_registry
 from bot.channel_budget import MESSAGES_PER_WINDOW, WINDOW_SECONDS
 from bot.log_bursts import BURST, run_ranges, summarise
 from bot.log_lines import Line
-from bot.staff_log import StaffLog
+from bot.loops.staff_log import StaffLog
 from runner import history
 from runner.catalog import VersionCache
 from runner.clock import ManualClock
@@ -313,7 +313,15 @@ async def quiet_log(sim: Sim, events: int) -> StaffLog:
     start lines need two messages."""
     await sim.start_bot(make_config(sim.guild, sim.channels, sim.roles, live_run_messages=False))
     sim.bot.staff_log.cancel()
-    staff_log = StaffLog(sim.bot, sim.bot.config, sim.engine, VersionCache(), interval=TICK)
+    staff_log = StaffLog(
+        sim.bot,
+        sim.bot.config,
+        sim.engine,
+        VersionCache(),
+        interval=TICK,
+        budget=sim.bot.channel_budget,
+        clock=sim.bot.clock,
+    )
     await staff_log.prime()
     for index in range(events):
         await sim.publish(event(f"siege-{index}", phase("main", wait(3600)), title=f"{LONG_TITLE}{index}"))

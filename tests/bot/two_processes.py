@@ -193,7 +193,7 @@ async def handled_once(pair: Pair, timing: Timing, bots: tuple[EventBot, ...]) -
     assert interaction_id in winner.interaction_gate.handled
     for other in bots:
         if other is not winner:
-            # The loser never let discord.py see it: no handler ran, so no request was made.
+            # The loser's checks (the tree's, the button's) refused it: no callback ran, no request was made.
             assert interaction_id not in other.interaction_gate.handled
     return winner, timing.ack_seconds(interaction_id)
 

@@ -21,7 +21,7 @@ Each line once, and where it starts (the choices where the issue is silent):
   starts (a line in flight then is still posted): a restart never reposts history. The price is that lines written while no poster was running
   (the bot was down) are not posted; they remain in the run log, ``/event status`` and the CLI.
 * **One poster among processes, and a takeover starts where the last one stopped.** With a
-  ``lease`` (``bot.work_lease``), only the process holding the ``staff-log`` lease posts. The
+  ``lease`` (``bot.loops.work_lease``), only the process holding the ``staff-log`` lease posts. The
   holder records its follower's place (the floor, and the lines it posted above it) with each
   message sent; a process
   taking the lease over (the holder stopped, died, or gave it back on shutdown) starts exactly
@@ -36,7 +36,7 @@ Each line once, and where it starts (the choices where the issue is silent):
   again.
 * **A new run's lines wait a moment for its live message.** The live message is posted by its
   own loop just after the run starts; a line of a run that started and has no live message yet
-  waits for it (``bot.live_runs`` nudges this loop when it posts one) for ``LINK_WAIT`` seconds
+  waits for it (``bot.loops.live_runs`` nudges this loop when it posts one) for ``LINK_WAIT`` seconds
   at most, then links the run's latest post instead (a run past the live messages' cap). The
   lines after it wait too, so the channel keeps the run log's order.
 * **"Paused by" is posted when the pause is recorded**, and says what a pause does: nothing new
@@ -61,14 +61,16 @@ import aiohttp
 import discord
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.channel_budget import ChannelBudget
 from bot.errors import DATABASE_ERRORS
 from bot.log_bursts import summarise
 from bot.log_lines import LOGGED_EVENTS, Line, Link, batch, fold, latest_post, word
-from bot.ticker import WakeableLoop
-from bot.work_lease import WorkLease
+from bot.loops.ticker import WakeableLoop
+from bot.loops.work_lease import WorkLease
 from bridge.exclusive import Taken
 from bridge.live import live_message_of
 from runner.catalog import VersionCache
+from runner.clock import Clock
 from runner.history import Entry
 from runner.sql.run_log import LogFollower
 from runner.views import RunView, follow_log_from_now, log_followed, run_view
@@ -83,7 +85,7 @@ PASS_MAX = 5000
 # Passes a message that failed for want of Discord is tried in before its lines are dropped.
 TRIES = 3
 # How long a line waits for its run's live message to be posted, so it can link it, and how
-# often it looks again meanwhile (``bot.live_runs`` nudges the staff log when it posts one).
+# often it looks again meanwhile (``bot.loops.live_runs`` nudges the staff log when it posts one).
 LINK_WAIT = 15.0
 LINK_RETRY = 1.0
 # Failures that say nothing about the message itself: it may go through next time.
@@ -107,15 +109,21 @@ def nonce_of(entry_ids: Sequence[int]) -> str:
 class StaffLog:
     def __init__(
         self,
-        bot: discord.Client,
+        client: discord.Client,
         config: Config,
         engine: AsyncEngine,
         versions: VersionCache,
         *,
         interval: float,
         lease: WorkLease | None = None,
+        budget: ChannelBudget | None = None,
+        clock: Clock | None = None,
     ) -> None:
-        self.bot = bot
+        self.client = client
+        # Without a budget (a test's bare client), nothing else posts in the channel; without a
+        # clock, the wall clock.
+        self.budget = budget
+        self.clock = clock
         # Without a lease (a test's bare client), this process is the only poster.
         self.lease = lease
         self.config = config
@@ -160,7 +168,7 @@ class StaffLog:
     def notice(self, text: str) -> None:
         """Post one line that is not in the run log (a part of the bot that failed, such as the
         Events-tab mirror) to the staff channel, if this process can see it; never raises."""
-        channel = self.bot.get_channel(self.channel_id) if self.channel_id else None
+        channel = self.client.get_channel(self.channel_id) if self.channel_id else None
         if channel is None:
             return
         task = asyncio.create_task(self._post_notice(channel, text))
@@ -175,10 +183,8 @@ class StaffLog:
             log.warning("staff log: could not post a notice in channel %s: %s", self.channel_id, exc)
 
     async def _budget(self, channel: object) -> None:
-        # A bare discord.py client (dpytest's) has no budget; the EventBot always has one.
-        budget = getattr(self.bot, "channel_budget", None)
-        if budget is not None:
-            await budget.take(channel.id)  # type: ignore[attr-defined]
+        if self.budget is not None:
+            await self.budget.take(channel.id)  # type: ignore[attr-defined]
 
     @property
     def channel_id(self) -> int | None:
@@ -186,7 +192,7 @@ class StaffLog:
         return self.config.channel_id(alias) if alias else None
 
     async def _ready(self) -> None:
-        await self.bot.wait_until_ready()
+        await self.client.wait_until_ready()
 
     async def _resume(self, taken: Taken) -> None:
         """This process has just taken the lease: start where the last holder got to (or, when
@@ -208,7 +214,7 @@ class StaffLog:
     async def post_new(self) -> float:
         if self.lease is None:
             return await self._post_new()
-        if self.bot.get_channel(self.channel_id or 0) is None:
+        if self.client.get_channel(self.channel_id or 0) is None:
             return self.loop.interval  # cannot post here: leave the work to a process that can
         try:
             taken = await self.lease.take()
@@ -240,7 +246,7 @@ class StaffLog:
             return interval
         if not entries:
             return interval
-        channel = self.bot.get_channel(self.channel_id) if self.channel_id else None
+        channel = self.client.get_channel(self.channel_id) if self.channel_id else None
         if channel is None:
             # Not this process's guild (or the channel is gone): another process posts, or no one.
             follower.delivered(e.id for e in entries)
@@ -347,8 +353,7 @@ class StaffLog:
         return (self._now() - line.at).total_seconds() < LINK_WAIT
 
     def _now(self) -> dt.datetime:
-        clock = getattr(self.bot, "clock", None)
-        return clock.now() if clock is not None else dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        return self.clock.now() if self.clock is not None else dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
     async def _run(self, run_id: int) -> RunView | None:
         try:
