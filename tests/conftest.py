@@ -8,6 +8,11 @@
 
 When MariaDB cannot be had: outside CI its tests skip with a loud reason; in CI (``CI`` set)
 they **fail**, because a suite that skipped its server contract looks exactly like a green one.
+
+Every test named ``test_defect_<n>_...`` (``<n>`` the trial's defect number, ``01``, ``01b``)
+carries ``@pytest.mark.defect("<n>")``, set here unless the test sets it itself, so a defect's
+tests are found by number wherever their file puts them: ``pytest --defect 6`` runs defect 06's.
+The Hypothesis profiles of the two tiers are registered by ``tests/support/tiers.py``.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
@@ -27,6 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from runner.db import create_engine
 from runner.migrate import upgrade
 from runner.schema import metadata
+from tests.support import tiers  # noqa: F401 - registers the tiers' Hypothesis profiles
 from tests.support.mariadb_server import ThrowawayMariaDB, find_mariadbd
 from tests.support.world import World
 
@@ -37,8 +44,49 @@ IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 BACKENDS = ("sqlite", "mariadb")
 
 
+DEFECT_NAME = re.compile(r"^test_defect_(\d+[a-z]?)_")
+
+
 class MariaDBUnavailable(Exception):
     pass
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--defect",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="run only the tests that pin defect ID (named test_defect_<ID>_... or marked defect(ID)); "
+        "repeatable; 6 and 06 are the same defect",
+    )
+
+
+def defect_id(text: str) -> str:
+    """One spelling per defect: ``06``, ``6`` and ``006`` are all defect ``6``; ``01b`` is ``1b``."""
+    match = re.fullmatch(r"0*(\d+)([a-z]?)", text.strip().lower())
+    if match is None:
+        raise pytest.UsageError(f"a defect id is a number with an optional letter (06, 01b), not {text!r}")
+    return match[1] + match[2]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("defect") is None:
+            named = DEFECT_NAME.match(getattr(item, "originalname", item.name))
+            if named:
+                item.add_marker(pytest.mark.defect(named[1]))
+    wanted = {defect_id(given) for given in config.getoption("defect")}
+    if not wanted:
+        return
+    kept, dropped = [], []
+    for item in items:
+        marks = item.iter_markers("defect")
+        ids = {defect_id(str(arg)) for mark in marks for arg in mark.args}
+        (kept if ids & wanted else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")

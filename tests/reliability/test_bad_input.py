@@ -56,15 +56,16 @@ from runner.migrate import upgrade
 from runner.registry import Envelope
 from runner.schema import definitions, metadata, runs, steps, versions
 from tests.reliability.harness import run_in_thread
+from tests.support.tiers import examples
 from tests.support.world import T0, World, phase, step
 
 REGISTRY = validation_registry()
 FILE = "events/bad.yaml"
 CONCURRENCY_KEY_MAX = runs.c.concurrency_key.type.length  # type: ignore[attr-defined]
 
-FAST = settings(max_examples=300, deadline=None, database=None, print_blob=True)
+FAST = settings(max_examples=examples(300), deadline=None, database=None, print_blob=True)
 DB = settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     database=None,
     print_blob=True,
@@ -367,7 +368,7 @@ def test_a_broken_definition_is_refused_with_the_place_named(mutated: tuple[dict
 
 
 @given(raw=JSON)
-@settings(max_examples=200, deadline=None, database=None)
+@settings(max_examples=examples(200), deadline=None, database=None)
 def test_any_value_at_all_is_validated_or_refused(raw: Any) -> None:
     try:
         defs.validate(raw, REGISTRY, file=None)
@@ -376,7 +377,7 @@ def test_any_value_at_all_is_validated_or_refused(raw: Any) -> None:
 
 
 @given(raw=valid_definitions())
-@settings(max_examples=150, deadline=None, database=None)
+@settings(max_examples=examples(150), deadline=None, database=None)
 def test_a_definition_that_validates_is_one_its_actions_accept(raw: dict[str, Any]) -> None:
     definition = defs.validate(raw, REGISTRY, file=FILE)
     check_runnable(definition)
@@ -407,7 +408,7 @@ NESTED = st.integers(min_value=1, max_value=5000).map(
         almost_yaml(), st.text(max_size=300), st.text(alphabet=YAML_ALPHABET, max_size=200), NESTED
     )
 )
-@settings(max_examples=250, deadline=None, database=None)
+@settings(max_examples=examples(250), deadline=None, database=None)
 def test_any_yaml_text_is_parsed_or_refused_with_its_line(text: str) -> None:
     try:
         raw = defs.parse_yaml(text, file=FILE)
@@ -669,7 +670,7 @@ def controls_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, S
 
 # Ids well past SQLite's 64 bits: a control answers "no such run" without asking the database.
 @given(calls=st.lists(control_calls(bits=90), min_size=1, max_size=6))
-@settings(max_examples=60, deadline=None, database=None, print_blob=True)
+@settings(max_examples=examples(60), deadline=None, database=None, print_blob=True)
 def test_controls_with_any_arguments_answer_and_a_refusal_changes_nothing_on_sqlite(
     calls: list[tuple[str, dict[str, Any]]], controls_template: tuple[Path, Seeded]
 ) -> None:
@@ -690,7 +691,7 @@ def test_controls_with_any_arguments_answer_and_a_refusal_changes_nothing_on_sql
 @pytest.mark.mariadb
 @given(calls=st.lists(control_calls(bits=90), min_size=1, max_size=6))
 @settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     database=None,
     print_blob=True,

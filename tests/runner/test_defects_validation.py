@@ -279,6 +279,8 @@ class PacedDelivery:
 
 
 @pytest.mark.slow
+# Answers within Discord's 3 s by the wall clock: alone on the cores.
+@pytest.mark.realtime
 async def test_defect_10_at_the_largest_allowed_event_a_control_mid_fan_out_answers_within_3_s(
     sqlite_engine: AsyncEngine,
 ) -> None:
