@@ -52,6 +52,7 @@ async def publish_cron(world: World, cron: str) -> None:
 # ── Defect 1: silent loss of scheduled occurrences ───────────────────────────
 
 
+@pytest.mark.slow
 async def test_defect_01_a_15_minute_cron_ticked_for_48_hours_runs_every_occurrence(world: World) -> None:
     """Before: one materialise pass created at most 50 occurrences but recorded the whole 24 h
     lookahead as materialised, so a cron every 15 minutes ticked every 5 minutes for 48 h made
