@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from cli.common import load_config
 from runner import yaml_text
 from runner.db import MARIADB_OPTIONS, DatabaseUrlError, check_url, create_engine
-from tests.reliability.test_bad_input import YAML_ALPHABET
+from tests.support.definition_strategies import YAML_ALPHABET
 from tests.support.tiers import examples
 from wiring.config import (
     ENV_PREFIX,

@@ -41,8 +41,8 @@ from hypothesis import strategies as st
 
 from cli.definitions import CheckedFile, check_files
 from runner.errors import Problem
-from tests.reliability.test_bad_input import check_runnable, valid_definitions
 from tests.runner.test_validation_words import speaks_pydantic
+from tests.support.definition_strategies import check_runnable, valid_definitions
 from tests.support.tiers import examples
 from wiring.config import Config
 
