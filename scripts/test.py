@@ -1,7 +1,11 @@
 """Quick start, command two, for contributors: set up, lint, type-check and test.
 
-    python3 scripts/test.py [pytest arguments]          the fast tier: every change
-    python3 scripts/test.py --all [pytest arguments]    everything, as CI runs it (.ci/run)
+    python3 scripts/test.py [pytest arguments]          the fast tier: every change, about 4 min
+    python3 scripts/test.py --all [pytest arguments]    everything, as CI runs it (.ci/run), about 18 min
+
+(Measured on a shared two-core machine with .venv already built: the fast tier's 1,290 tests in
+4 min 10 s, lint and mypy included; --all's 1,401 in 18 min 30 s, 16 min over the cores and
+2.5 min for the realtime tests, while other jobs loaded the machine.)
 
 Creates .venv with the project and its test extras, installs Debian's mariadb-server, galera-4
 and rsync where the machine can have them (root with apt-get) so the MariaDB tests have a server
