@@ -60,21 +60,23 @@ async def check_round(engine: AsyncEngine, run_id: int, answers: list[object]) -
     return positions
 
 
+async def _click_at(
+    n: int, run_id: int, start: asyncio.Event, engines: tuple[AsyncEngine, AsyncEngine]
+) -> object:
+    await start.wait()
+    member_id, name = member(n)
+    return await signups.join(engines[n % 2], run_id, member_id, name, "going", (), T0)
+
+
 async def test_ten_clicks_at_once_on_five_seats_from_two_engines_give_five_seats_and_five_waiting(
     engine: AsyncEngine, second_engine: AsyncEngine
 ) -> None:
     gave_up = CONFLICTS.gave_up
+    engines = (second_engine, engine)
     for round_ in range(ROUNDS):
         run_id = await book(engine, {"options": {"going": CAPACITY}}, key=f"raid-{round_}")
         start = asyncio.Event()
-
-        async def click(n: int) -> object:
-            await start.wait()
-            member_id, name = member(n)
-            via = engine if n % 2 else second_engine
-            return await signups.join(via, run_id, member_id, name, "going", (), T0)
-
-        tasks = [asyncio.create_task(click(n)) for n in range(CLICKS)]
+        tasks = [asyncio.create_task(_click_at(n, run_id, start, engines)) for n in range(CLICKS)]
         await asyncio.sleep(0)
         start.set()
         await check_round(engine, run_id, list(await asyncio.gather(*tasks)))
