@@ -41,6 +41,7 @@ from bot.errors import DATABASE_ERRORS, StartupError
 from bot.live_runs import LiveRuns
 from bot.publish_drafts import Drafts
 from bot.scheduled_events import Mirror
+from bot.signup_messages import SignupMessages
 from bot.staff_log import StaffLog
 from bot.startup import (
     Retry,
@@ -69,7 +70,7 @@ TOKEN_REFUSED = "Discord refused the token in DISCORD_TOKEN (it is not a valid b
 GATEWAY_TOKEN_REFUSED = 4004
 
 # Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
-EXTENSIONS = ("bot.cues", "bot.cogs.events")
+EXTENSIONS = ("bot.cues", "bot.cogs.events", "bot.signups")
 
 
 class EventBot(commands.Bot):
@@ -136,6 +137,8 @@ class EventBot(commands.Bot):
             ),
             interval=config.tick_interval_seconds,
         )
+        # Sign-up messages and promotion notices (``bot.signup_messages``).
+        self.signup_messages = SignupMessages(self, interval=config.tick_interval_seconds)
 
     def _get_state(self, **options: Any) -> ClaimingState:
         # discord.py's own ``Client._get_state``, with the state that claims interactions.
@@ -207,6 +210,7 @@ class EventBot(commands.Bot):
         self.staff_log.start()
         self.mirror.start()
         self.live_runs.start()
+        self.signup_messages.start()
 
     def _after_tick(self) -> None:
         # The staff log, the mirror and the live messages follow the run log; a tick is when it has grown.
@@ -214,6 +218,7 @@ class EventBot(commands.Bot):
             self.staff_log.nudge()
         self.mirror.nudge()
         self.live_runs.nudge()
+        self.signup_messages.nudge()
 
     def nudge(self) -> None:
         """Something changed (a control, a click): tick now rather than at the next interval."""
@@ -223,10 +228,10 @@ class EventBot(commands.Bot):
     async def stop_work(self) -> None:
         """Stop the loops, and hand the work they held to the other process, if any, which
         takes it over at its next pass."""
-        for loop in (self.ticker, self.staff_log, self.mirror, self.live_runs):
+        for loop in (self.ticker, self.staff_log, self.mirror, self.live_runs, self.signup_messages):
             if loop is not None:
                 loop.cancel()
-        for loop in (self.staff_log, self.mirror, self.live_runs):
+        for loop in (self.staff_log, self.mirror, self.live_runs, self.signup_messages):
             if loop is not None and loop.lease is not None:
                 await loop.lease.give_back()
 

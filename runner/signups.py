@@ -25,12 +25,19 @@ from runner import history
 from runner.catalog import VersionCache
 from runner.db import retry_on_conflict
 from runner.definitions import SignupDefinition
+from runner.errors import UnreadableDefinition
 from runner.sql import signups as sql
 from runner.states import RunStatus, SignupStatus
 
 OVERALL = sql.OVERALL
 # Versions never change, so every caller in the process shares one parse of each per database.
 _VERSIONS: weakref.WeakKeyDictionary[AsyncEngine, VersionCache] = weakref.WeakKeyDictionary()
+
+
+def share_versions(engine: AsyncEngine, versions: VersionCache) -> None:
+    """Read ``engine``'s versions through the process's own cache (the runner's), so a version
+    that cannot be read is logged once in the process, not once more by sign-ups."""
+    _VERSIONS[engine] = versions
 
 
 class RefusedWhy(enum.StrEnum):
@@ -168,7 +175,11 @@ async def _run(conn: AsyncConnection, run_id: int) -> _Run | None:
     if row is None:
         return None
     cache = _VERSIONS.setdefault(conn.engine, VersionCache())
-    signup = (await cache.get(conn, int(row["version_id"]))).signup
+    try:
+        signup = (await cache.get(conn, int(row["version_id"]))).signup
+    except UnreadableDefinition:
+        # The runner leaves such a run alone (its staff are told); so do sign-ups.
+        return None
     if signup is None:
         return None
     return _Run(RunStatus(row["status"]), row["scheduled_for"], signup)
@@ -459,3 +470,110 @@ async def settle_notice(
             error=error,
             retry_at=None if via else now + dt.timedelta(seconds=retry_in),
         )
+
+
+# ── The sign-up message (the front end posts and edits it) ─────────────────
+
+
+@dataclass(frozen=True)
+class SignupMessage:
+    run_id: int
+    channel_id: str
+    message_id: str | None
+    digest: str | None
+    closed: bool
+
+
+def _message(row: sql.Row) -> SignupMessage:
+    return SignupMessage(
+        int(row["run_id"]),
+        str(row["channel_id"]),
+        str(row["message_id"]) if row["message_id"] is not None else None,
+        row["digest"],
+        bool(row["closed"]),
+    )
+
+
+async def runs_to_announce(
+    engine: AsyncEngine, after_run_id: int, *, limit: int = 200
+) -> tuple[list[tuple[int, str]], int]:
+    """Runs in flight past ``after_run_id`` whose sign-up names a channel and that have no
+    message yet: (run id, the channel as written); and the last run id looked at."""
+    found: list[tuple[int, str]] = []
+    last = after_run_id
+    async with engine.connect() as conn:
+        rows = await sql.runs_without_message(conn, after_run_id, limit)
+        cache = _VERSIONS.setdefault(engine, VersionCache())
+        for row in rows:
+            last = max(last, int(row["id"]))
+            try:
+                signup = (await cache.get(conn, int(row["version_id"]))).signup
+            except UnreadableDefinition:
+                continue
+            if signup is not None and signup.channel:
+                found.append((int(row["id"]), signup.channel))
+    return found, last
+
+
+async def claim_message(
+    engine: AsyncEngine, run_id: int, channel_id: str, owner: str, now: dt.datetime, *, seconds: float = 60.0
+) -> bool:
+    """Write the message's row before posting it: one process posts it."""
+    async with engine.begin() as conn:
+        return await sql.claim_message(
+            conn, run_id, channel_id, owner, now, now + dt.timedelta(seconds=seconds)
+        )
+
+
+async def reclaim_unposted(
+    engine: AsyncEngine, owner: str, now: dt.datetime, *, seconds: float = 60.0
+) -> list[SignupMessage]:
+    """Rows whose poster died before storing the message id, claimed again by ``owner``."""
+    claimed = []
+    async with engine.connect() as conn:
+        rows = await sql.unposted_messages(conn, now)
+    for row in rows:
+        async with engine.begin() as conn:
+            if await sql.reclaim_unposted(
+                conn, int(row["run_id"]), owner, now, now + dt.timedelta(seconds=seconds)
+            ):
+                claimed.append(_message(row))
+    return claimed
+
+
+async def message_posted(
+    engine: AsyncEngine, run_id: int, message_id: str, digest: str, now: dt.datetime
+) -> None:
+    async with engine.begin() as conn:
+        await sql.message_posted(conn, run_id, message_id, digest, now)
+
+
+async def message_shown(
+    engine: AsyncEngine, run_id: int, digest: str, now: dt.datetime, *, closed: bool
+) -> None:
+    async with engine.begin() as conn:
+        await sql.message_shown(conn, run_id, digest, now, closed=closed)
+
+
+async def open_messages(engine: AsyncEngine) -> list[SignupMessage]:
+    async with engine.connect() as conn:
+        return [_message(row) for row in await sql.open_messages(conn)]
+
+
+async def message_of(engine: AsyncEngine, run_id: int) -> SignupMessage | None:
+    async with engine.connect() as conn:
+        row = await sql.message_of(conn, run_id)
+    return _message(row) if row is not None else None
+
+
+async def event_title(engine: AsyncEngine, run_id: int) -> str | None:
+    """The run's event title, for the message's heading and the notices."""
+    async with engine.connect() as conn:
+        row = await sql.run_for_signup(conn, run_id)
+        if row is None:
+            return None
+        cache = _VERSIONS.setdefault(engine, VersionCache())
+        try:
+            return (await cache.get(conn, int(row["version_id"]))).title
+        except UnreadableDefinition:
+            return None

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
 from runner.schema import runs, signup_messages, signup_notices, signup_pools, signups
-from runner.states import SignupStatus
+from runner.states import RUN_IN_FLIGHT, SignupStatus
 
 Row = sa.RowMapping
 OVERALL = "*"
@@ -284,16 +284,61 @@ async def message_of(conn: AsyncConnection, run_id: int) -> Row | None:
     return (await conn.execute(query)).mappings().first()
 
 
+async def runs_without_message(conn: AsyncConnection, after_run_id: int, limit: int) -> Sequence[Row]:
+    """Runs in flight, with an id past ``after_run_id``, that have no sign-up message row."""
+    query = (
+        sa.select(runs.c.id, runs.c.version_id)
+        .outerjoin(signup_messages, signup_messages.c.run_id == runs.c.id)
+        .where(
+            runs.c.id > after_run_id,
+            signup_messages.c.run_id.is_(None),
+            runs.c.status.in_([s.value for s in RUN_IN_FLIGHT]),
+        )
+        .order_by(runs.c.id)
+        .limit(limit)
+    )
+    return (await conn.execute(query)).mappings().all()
+
+
 async def claim_message(
-    conn: AsyncConnection, run_id: int, channel_id: str, owner: str, now: dt.datetime
+    conn: AsyncConnection, run_id: int, channel_id: str, owner: str, now: dt.datetime, until: dt.datetime
 ) -> bool:
     """The row written before the post: ``False`` when another process wrote it first."""
     result = await conn.execute(
         insert_ignore(conn, signup_messages).values(
-            run_id=run_id, channel_id=channel_id, claimed_by=owner, created_at=now, updated_at=now
+            run_id=run_id,
+            channel_id=channel_id,
+            claimed_by=owner,
+            claim_expires_at=until,
+            created_at=now,
+            updated_at=now,
         )
     )
     return result.rowcount == 1
+
+
+async def reclaim_unposted(
+    conn: AsyncConnection, run_id: int, owner: str, now: dt.datetime, until: dt.datetime
+) -> bool:
+    """A row whose poster died before storing the message id, once its claim ran out: moves the
+    claim's expiry forward, so one claimer wins."""
+    result = await conn.execute(
+        sa.update(signup_messages)
+        .where(
+            signup_messages.c.run_id == run_id,
+            signup_messages.c.message_id.is_(None),
+            signup_messages.c.claim_expires_at <= now,
+        )
+        .values(claimed_by=owner, claim_expires_at=until, updated_at=now)
+    )
+    return result.rowcount == 1
+
+
+async def unposted_messages(conn: AsyncConnection, now: dt.datetime) -> Sequence[Row]:
+    query = sa.select(signup_messages).where(
+        signup_messages.c.message_id.is_(None), signup_messages.c.claim_expires_at <= now
+    )
+    return (await conn.execute(query)).mappings().all()
 
 
 async def message_posted(
