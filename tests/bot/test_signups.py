@@ -164,3 +164,21 @@ async def test_event_status_shows_the_sign_up_counts(sim: Sim) -> None:
     (embed,) = result.response.embeds
     field = embed.fields[0]
     assert (field.name, field.value) == ("Sign-ups", "tank 1/1 (1 waiting) · dps 0/2 · 1 signed up")
+
+
+async def test_the_attendee_role_follows_the_seat(sim: Sim) -> None:
+    await book(sim, signup_spec(attendee_role="players"))
+    message = message_of(sim)
+    role = sim.roles["players"].id
+
+    def role_requests(method: str, member: Any) -> list[simcord.HttpLogEntry]:
+        return sim.requests(method, f"/guilds/{sim.guild.id}/members/{member.id}/roles/{role}")
+
+    await sim.mod.click(message, label="tank")
+    waiting = await sim.gm.click(message, label="tank")
+    assert waiting.response.content.startswith("⏳"), "a member waiting gets no role"
+    assert (len(role_requests("PUT", sim.mod)), len(role_requests("PUT", sim.gm))) == (1, 0)
+    await sim.mod.click(message, label="Leave")
+    await sim.env.advance_time(6)
+    assert len(role_requests("DELETE", sim.mod)) == 1
+    assert len(role_requests("PUT", sim.gm)) == 1, "given with the promotion"
