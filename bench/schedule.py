@@ -35,12 +35,12 @@ from bench.backends import Backend, fresh_engine
 from bench.results import Options, Result, median, percentile
 from bench.timeliness import serving
 from bench.workloads import bench_action, registry_of
+from bridge.listings import ListingService, Work
 from runner import catalog, views
 from runner import definitions as defs
 from runner.clock import ManualClock, utcnow
 from runner.definitions import REMINDERS_PHASE
 from runner.engine import Runner, RunnerSettings, serving_settings
-from runner.listings import ListingService, Work
 from runner.registry import Envelope
 from runner.schema import run_log, runs, steps
 from tests.support.definitions import announce, event, phase, wait

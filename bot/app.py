@@ -30,19 +30,21 @@ import discord
 from alembic.script import ScriptDirectory
 from discord import app_commands
 from discord.ext import commands
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.channel_budget import ChannelBudget
-from bot.claims import ClaimingState, InteractionGate
+from bot.claims import InteractionGate
 from bot.clock import DiscordClock
+from bot.cogs.events import EventCog
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import DATABASE_ERRORS, StartupError
-from bot.live_runs import LiveRuns
+from bot.loops.live_runs import LiveRuns
+from bot.loops.scheduled_events import Mirror
+from bot.loops.signup_messages import SignupMessages
+from bot.loops.staff_log import StaffLog
+from bot.loops.ticker import Ticker
+from bot.loops.work_lease import LEASE_PASSES, WorkLease
 from bot.publish_drafts import Drafts
-from bot.scheduled_events import Mirror
-from bot.signup_messages import SignupMessages
-from bot.staff_log import StaffLog
 from bot.startup import (
     Retry,
     Unreachable,
@@ -51,15 +53,15 @@ from bot.startup import (
     keep_trying,
     quiet_voice,
 )
-from bot.ticker import Ticker
 from bot.tree import GuardedTree
-from bot.work_lease import LEASE_PASSES, WorkLease
+from bridge.exclusive import ExternalClaims, WorkLeases
+from bridge.listings import ListingService
+from runner.bus import DriveFinished
 from runner.clock import Clock
 from runner.db import create_engine
 from runner.engine import RunnerSettings, serving_settings
-from runner.exclusive import ExternalClaims, WorkLeases
-from runner.listings import ListingService
 from runner.migrate import alembic_config, current_revision
+from runner.redaction import masked_url
 from wiring.config import Config
 from wiring.services import Services, assemble
 
@@ -70,7 +72,7 @@ TOKEN_REFUSED = "Discord refused the token in DISCORD_TOKEN (it is not a valid b
 GATEWAY_TOKEN_REFUSED = 4004
 
 # Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
-EXTENSIONS = ("bot.cues", "bot.cogs.events", "bot.signups")
+EXTENSIONS = ("bot.cogs.cues", "bot.cogs.events", "bot.cogs.signups")
 
 
 class EventBot(commands.Bot):
@@ -110,10 +112,9 @@ class EventBot(commands.Bot):
             drive_starts=True,
         )
         # Another process may share the token and the database: each interaction is claimed
-        # before it is parsed (``bot.claims``), and the loops below hold a lease on their work.
+        # before anything acts on it (``bot.claims``), and the loops below hold a lease on their work.
         process = self.services.runner.owner
         self.interaction_gate = InteractionGate(ExternalClaims(engine, process), self.clock)
-        self._connection.gate = self.interaction_gate
         self.work_leases = WorkLeases(engine, process, seconds=LEASE_PASSES * config.tick_interval_seconds)
         self.ticker: Ticker | None = None
         self.staff_log: StaffLog | None = None
@@ -121,11 +122,24 @@ class EventBot(commands.Bot):
         self.publish_drafts = Drafts()
         self.interaction_gate.elsewhere.append(self.publish_drafts.elsewhere)
         # The live run messages: their own loop, so a slow or refused edit never holds up a run.
-        self.live_runs = LiveRuns(self, interval=config.tick_interval_seconds)
+        self.live_runs = LiveRuns(
+            self,
+            config,
+            engine,
+            self.services.versions,
+            owner=process,
+            clock=self.clock,
+            budget=self.channel_budget,
+            lease=self.lease_for("live-run-messages"),
+            interval=config.tick_interval_seconds,
+            posted=self._staff_log_nudge,
+        )
+        self.add_listener(self.live_runs.on_raw_message_delete, "on_raw_message_delete")
         events = config.discord_events
         # The Events-tab mirror: its own loop, so a refused or slow request never holds up a run.
         self.mirror = Mirror(
             self,
+            config,
             ListingService(
                 engine,
                 self.services.versions,
@@ -135,30 +149,22 @@ class EventBot(commands.Bot):
                 max_listed=events.max_listed,
                 mirror_by_default=events.mirror,
             ),
+            lease=self.lease_for("events-mirror"),
             interval=config.tick_interval_seconds,
+            notice=self._staff_log_notice,
         )
-        # Sign-up messages and promotion notices (``bot.signup_messages``).
+        # Sign-up messages and promotion notices (``bot.loops.signup_messages``).
         self.signup_messages = SignupMessages(self, interval=config.tick_interval_seconds)
 
-    def _get_state(self, **options: Any) -> ClaimingState:
-        # discord.py's own ``Client._get_state``, with the state that claims interactions.
-        return ClaimingState(
-            dispatch=self.dispatch, handlers=self._handlers, hooks=self._hooks, http=self.http, **options
-        )
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        # Every interaction reaches this listener, handled or not; the tree's and the buttons'
+        # checks await the same claim, so one this process cannot claim is answered late here
+        # (the database cannot be reached) even when nothing handles it.
+        await self.interaction_gate.claimed(interaction)
 
     def lease_for(self, work: str) -> WorkLease:
         """The lease on ``work``, which only one process sharing the database does at a time."""
         return WorkLease(self.work_leases, work, self.clock.now)
-
-    @classmethod
-    def of(cls, interaction: discord.Interaction) -> EventBot:
-        """The bot an interaction reached. A button pressed after a restart is rebuilt by
-        discord.py from its custom id with only the interaction in hand, so this is how a
-        ``DynamicItem`` finds the bot; everything else is handed the bot it serves."""
-        client = interaction.client
-        if not isinstance(client, cls):
-            raise TypeError(f"{type(client).__name__} is not an EventBot; its components belong to one")
-        return client
 
     @property
     def delivery(self) -> DiscordDelivery:
@@ -195,11 +201,13 @@ class EventBot(commands.Bot):
             self.services.versions,
             interval=self.config.tick_interval_seconds,
             lease=self.lease_for("staff-log"),
+            budget=self.channel_budget,
+            clock=self.clock,
         )
         await self.staff_log.prime()
         await self.live_runs.prime()
         # A run started here is driven outside the ticks; its lines are posted when it lets go.
-        self.services.runner.after_drive = self._after_tick
+        self.services.runner.bus.subscribe(lambda _event: self._after_tick(), {DriveFinished})
         self.ticker = Ticker(
             self.services.runner,
             interval=self.config.tick_interval_seconds,
@@ -211,6 +219,15 @@ class EventBot(commands.Bot):
         self.mirror.start()
         self.live_runs.start()
         self.signup_messages.start()
+
+    # The staff log is built in ``setup_hook``, after the loops that report to it.
+    def _staff_log_nudge(self) -> None:
+        if self.staff_log is not None:
+            self.staff_log.nudge()
+
+    def _staff_log_notice(self, text: str) -> None:
+        if self.staff_log is not None:
+            self.staff_log.notice(text)
 
     def _after_tick(self) -> None:
         # The staff log, the mirror and the live messages follow the run log; a tick is when it has grown.
@@ -276,9 +293,6 @@ def event_commands() -> app_commands.Group:
     discord.py binds a cog's commands in ``Cog.__new__``, so the cog's group exists without
     running ``EventCog.__init__`` (which takes the bot the commands serve): publishing reads the
     commands' definitions and calls none of them."""
-    # Imported here: the cog module imports this one (for ``EventBot``).
-    from bot.cogs.events import EventCog
-
     group = EventCog.__new__(EventCog).app_command
     assert group is not None, "a GroupCog always has its group"
     return group
@@ -299,7 +313,7 @@ async def sync_tree(client: HasTree, guild_id: int | None = None) -> list[app_co
 
 
 def database_shown(engine: AsyncEngine) -> str:
-    return make_url(str(engine.url)).render_as_string(hide_password=True)
+    return masked_url(str(engine.url))
 
 
 async def check_schema(engine: AsyncEngine) -> None:

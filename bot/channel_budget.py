@@ -8,6 +8,12 @@ channel takes a slot here first; a part of the bot that can coalesce (the live m
 ``free`` before it spends a slot on an edit that a later one would replace.
 
 Time is the event loop's clock, so a test's virtual time (simcord) drives it like a real one.
+
+Kept rather than replaced, because neither library holds the same promise (never more than 5
+requests in any 5 s, sends and edits together, taken in the order asked): aiolimiter is a leaky
+bucket, which after a burst of 5 lets one more through each second (6 within the window), and
+discord.py's limiter learns a bucket from Discord's answers, one per route (a send and an edit
+apart), with no way to ask what is ``free`` without spending it.
 """
 
 from __future__ import annotations

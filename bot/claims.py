@@ -3,15 +3,17 @@
 Discord delivers every interaction to every gateway session of the bot, and accepts only the
 first answer: two processes that both acted on a GM's Confirm would have one of them tell the GM
 "already confirmed". So before anything looks at an interaction, it is claimed by its id in the
-database (``runner.exclusive.ExternalClaims``, an ``INSERT IGNORE`` committed on its own). The
+database (``bridge.exclusive.ExternalClaims``, an ``INSERT IGNORE`` committed on its own). The
 process whose insert added the row handles it; every other process says nothing at all, no
 answer and no defer.
 
-Where: ``ClaimingState.parse_interaction_create``, the one place every interaction enters
-discord.py (the gateway's ``INTERACTION_CREATE`` parser, which hands slash commands and
-autocomplete to the command tree, buttons and selects to the view store, modals to theirs). The
-claim runs there in a task, and only a won claim continues into discord.py's own parser, so no
-command, autocomplete, button, modal or ``on_interaction`` listener can be reached without it.
+Where: discord.py's documented hooks, each of which asks ``InteractionGate.claimed`` first: the
+command tree's ``interaction_check`` (slash commands and autocomplete, ``bot.tree``), every
+button's ``DynamicItem.interaction_check`` (``bot.components.claimed_and_admitted``) and the
+bot's ``on_interaction`` listener, which every interaction reaches, handled or not. The first
+hook to ask starts the claim; the others await the same one, so each interaction is one insert.
+A hook whose claim was lost (or failed) answers False, and discord.py runs no callback; no
+command, autocomplete or button can act without it, and no discord.py internals are replaced.
 
 Choices:
 
@@ -31,7 +33,7 @@ Choices:
   so the process holding the preview wins; if it is gone, the other answers that the preview
   expired, as after a restart.
 * **Claims are kept an hour** (an interaction's token lives 15 minutes), pruned by the process
-  that claims, at most every ``PRUNE_EVERY``, after the interaction it claimed is dispatched.
+  that claims, at most every ``PRUNE_EVERY``, beside the interaction it claimed.
 """
 
 from __future__ import annotations
@@ -41,20 +43,18 @@ import collections
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import discord
-from discord.state import ConnectionState
 
 from bot.errors import DATABASE_DOWN, send_ephemeral
+from bridge.exclusive import ExternalClaims
 from runner.clock import Clock
 from runner.db import DATABASE_ERRORS
-from runner.exclusive import ExternalClaims
 
 log = logging.getLogger(__name__)
 
-COMMAND, AUTOCOMPLETE = 2, 4
 KEEP = dt.timedelta(hours=1)
 PRUNE_EVERY = dt.timedelta(minutes=10)
 # How long a process lacking what an interaction needs waits before claiming it.
@@ -63,7 +63,8 @@ DEFER_SECONDS = 0.5
 # database cannot be reached: long after any process that claimed it has answered, well inside
 # Discord's 3 s.
 UNCLAIMED_ANSWER_AFTER = 2.0
-# How many of the last claims' ids and timings are kept in memory (for status and tests).
+# How many of the last claims' ids and timings are kept in memory (for status and tests); as many
+# verdicts are kept for the hooks that ask after the first (they all ask within milliseconds).
 RECENT = 1000
 
 
@@ -72,7 +73,7 @@ def claim_key(interaction_id: object) -> str:
 
 
 class InteractionGate:
-    """This process's claims on interactions: ``admit`` says whether to handle one."""
+    """This process's claims on interactions: ``claimed`` says whether to handle one."""
 
     def __init__(self, claims: ExternalClaims, clock: Clock) -> None:
         self.claims = claims
@@ -85,13 +86,40 @@ class InteractionGate:
         self.claim_seconds: collections.deque[float] = collections.deque(maxlen=RECENT)
         self._pruned_at: dt.datetime | None = None
         self._unreachable = False
-        # Each says whether an interaction (its gateway payload) needs what another process holds.
-        self.elsewhere: list[Callable[[Any], bool]] = []
+        # Each says whether an interaction (its ``data``) needs what another process holds.
+        self.elsewhere: list[Callable[[Mapping[str, Any] | None], bool]] = []
+        # The claim of each recent interaction, by id: the first hook starts it, the rest await it.
+        self._verdicts: collections.OrderedDict[int, asyncio.Task[bool | None]] = collections.OrderedDict()
+        # Answers to unclaimed interactions and prunes, running beside the handlers.
+        self._chores: set[asyncio.Task[None]] = set()
 
-    async def admit(self, data: Any) -> bool | None:
-        """Claim the interaction in ``data`` (the gateway payload): True when this process won,
-        False when another did, None when it could not be claimed (the database)."""
-        interaction_id = data.get("id")
+    async def claimed(self, interaction: discord.Interaction) -> bool:
+        """Whether this process handles ``interaction``: claimed once, however many hooks ask."""
+        verdict = self._verdicts.get(interaction.id)
+        if verdict is None:
+            verdict = asyncio.create_task(self._claim(interaction), name=f"eventbot-claim-{interaction.id}")
+            self._verdicts[interaction.id] = verdict
+            while len(self._verdicts) > RECENT:
+                self._verdicts.popitem(last=False)
+        # Shielded: a hook given up on (its task cancelled) leaves the claim to the others.
+        return bool(await asyncio.shield(verdict))
+
+    async def _claim(self, interaction: discord.Interaction) -> bool | None:
+        verdict = await self.admit(interaction.id, interaction.data)
+        if verdict is None and interaction.type is not discord.InteractionType.autocomplete:
+            self._beside(self._answer_unclaimed(interaction), f"eventbot-unclaimed-{interaction.id}")
+        elif verdict:
+            self._beside(self.housekeeping(), "eventbot-claims-prune")
+        return verdict
+
+    def _beside(self, chore: Any, name: str) -> None:
+        task = asyncio.create_task(chore, name=name)
+        self._chores.add(task)
+        task.add_done_callback(self._chores.discard)
+
+    async def admit(self, interaction_id: int, data: Mapping[str, Any] | None) -> bool | None:
+        """Claim the interaction ``interaction_id`` (``data``: its payload's data): True when this
+        process won, False when another did, None when it could not be claimed (the database)."""
         if any(check(data) for check in self.elsewhere):
             await asyncio.sleep(DEFER_SECONDS)
         started = time.perf_counter()
@@ -119,6 +147,20 @@ class InteractionGate:
         self.handled.append(int(interaction_id))
         return True
 
+    async def _answer_unclaimed(self, interaction: discord.Interaction) -> None:
+        """Tell the member the database cannot be reached, unless another process answered: the
+        acknowledgement goes first (``UNCLAIMED_ANSWER_AFTER`` late), and Discord refuses it if
+        the interaction was answered, in which case nothing more is sent (a follow-up would
+        reach the member whoever answered)."""
+        await asyncio.sleep(UNCLAIMED_ANSWER_AFTER)
+        thinking = interaction.type is discord.InteractionType.application_command
+        try:
+            await interaction.response.defer(ephemeral=True, thinking=thinking)
+        except discord.HTTPException as exc:
+            log.info("interaction %s was answered by another process (%s)", interaction.id, exc.status)
+            return
+        await send_ephemeral(interaction, DATABASE_DOWN)
+
     async def housekeeping(self) -> None:
         """Prune old claims, at most every ``PRUNE_EVERY``; never raises."""
         now = self.clock.now()
@@ -129,56 +171,3 @@ class InteractionGate:
             await self.claims.prune(now - KEEP)
         except Exception as exc:
             log.warning("could not prune old interaction claims: %s", exc)
-
-
-class ClaimingState(ConnectionState):  # type: ignore[type-arg]
-    """discord.py's connection state, with every interaction claimed before it is parsed.
-
-    ``gate`` is set by the bot once it is built (the state is made inside ``Client.__init__``,
-    before the bot has a database); without one, interactions pass as discord.py's own would."""
-
-    gate: InteractionGate | None = None
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._claiming: set[asyncio.Task[None]] = set()
-
-    def parse_interaction_create(self, data: Any) -> None:
-        gate = self.gate
-        if gate is None:
-            super().parse_interaction_create(data)
-            return
-        task = asyncio.create_task(self._claimed(gate, data), name=f"eventbot-claim-{data.get('id')}")
-        self._claiming.add(task)
-        task.add_done_callback(self._claiming.discard)
-
-    async def _answer_unclaimed(self, data: Any) -> None:
-        """Tell the member the database cannot be reached, unless another process answered: the
-        acknowledgement goes first, and Discord refuses it if the interaction was answered, in
-        which case nothing more is sent (a follow-up would reach the member whoever answered)."""
-        interaction = discord.Interaction(data=data, state=self)
-        try:
-            await interaction.response.defer(ephemeral=True, thinking=data.get("type") == COMMAND)
-        except discord.HTTPException as exc:
-            log.info("interaction %s was answered by another process (%s)", data.get("id"), exc.status)
-            return
-        await send_ephemeral(interaction, DATABASE_DOWN)
-
-    async def _claimed(self, gate: InteractionGate, data: Any) -> None:
-        verdict = await gate.admit(data)
-        if verdict is None and data.get("type") != AUTOCOMPLETE:
-            await asyncio.sleep(UNCLAIMED_ANSWER_AFTER)
-            await self._answer_unclaimed(data)
-        if not verdict:
-            return
-        try:
-            super().parse_interaction_create(data)
-        except Exception:
-            # What discord.py's gateway would have done with a parser's error: log it.
-            log.exception("interaction %s: discord.py could not parse it", data.get("id"))
-        await gate.housekeeping()
-
-
-def gate_of(client: discord.Client) -> InteractionGate | None:
-    state = getattr(client, "_connection", None)
-    return getattr(state, "gate", None)

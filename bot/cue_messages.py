@@ -2,39 +2,46 @@
 bringing a posted one up to date.
 
 The one place a cue message is drawn. The Discord delivery posts it and closes it when its run
-ends; the click handler (``bot.cues``) and ``/event cancel`` / ``skip`` mark it settled. The
-buttons' whole state is their ``custom_id`` (``cue:<step_id>:confirm``), which ``CUE_TEMPLATE``
-reads back when one is pressed.
+ends; the click handler (``bot.cogs.cues``) and ``/event cancel`` / ``skip`` mark it settled. The
+buttons' whole state is their ``custom_id`` (``bot.custom_ids.CuePress``), read back when one
+is pressed.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+from typing import assert_never
 
 import discord
 
 from actions import limits
 from actions.delivery import Cue
+from bot.custom_ids import CuePress, CueVerb
 from bot.rendering import REHEARSAL_MARK, clip, fit, timestamp
 from runner.controls import CueRef
+from runner.states import StepStatus
 from runner.views import step_name
 
 log = logging.getLogger(__name__)
 
-CUE_TEMPLATE = r"cue:(?P<step_id>[0-9]+):(?P<verb>confirm|skip)"
-VERBS = {"confirm": ("Confirm", discord.ButtonStyle.success), "skip": ("Skip", discord.ButtonStyle.secondary)}
+VERBS: dict[CueVerb, tuple[str, discord.ButtonStyle]] = {
+    "confirm": ("Confirm", discord.ButtonStyle.success),
+    "skip": ("Skip", discord.ButtonStyle.secondary),
+}
 NO_MENTIONS = discord.AllowedMentions.none()
 
 
-def cue_button(step_id: int, verb: str, *, disabled: bool = False) -> discord.ui.Button[discord.ui.View]:
+def cue_button(step_id: int, verb: CueVerb, *, disabled: bool = False) -> discord.ui.Button[discord.ui.View]:
     label, style = VERBS[verb]
-    return discord.ui.Button(label=label, style=style, custom_id=f"cue:{step_id}:{verb}", disabled=disabled)
+    return discord.ui.Button(
+        label=label, style=style, custom_id=CuePress(step_id, verb).custom_id, disabled=disabled
+    )
 
 
 def cue_view(step_id: int, *, disabled: bool = False) -> discord.ui.View:
     """The cue's buttons. Plain buttons: a press is dispatched by its custom id to
-    ``bot.cues.CueButton`` (registered with the bot), not to this view."""
+    ``bot.cogs.cues.CueButton`` (registered with the bot), not to this view."""
     view = discord.ui.View(timeout=None)
     for verb in VERBS:
         view.add_item(cue_button(step_id, verb, disabled=disabled))
@@ -67,20 +74,25 @@ def cue_embed(cue: Cue) -> discord.Embed:
 
 
 def settled_text(
-    status: str, who: str | None, *, at: dt.datetime | None = None, reason: str | None = None
+    status: StepStatus | str, who: str | None, *, at: dt.datetime | None = None, reason: str | None = None
 ) -> str:
-    """The line a settled cue message shows instead of its ping."""
+    """The line a cue message whose step is in ``status`` shows instead of its ping."""
     when = f" {timestamp(at)}" if at is not None else ""
     by = f" by {who}" if who else ""
-    if status == "done":
-        return f"✅ Confirmed{by}{when}"
-    if status == "skipped":
-        return f"⏭️ Skipped{by}{when}"
-    if status == "cancelled":
-        return clip(f"⏹️ Cancelled{by}{when}" + (f": {reason}" if reason else ""), limits.CONTENT_MAX)
-    if status == "failed":
-        return "❌ This step failed; see /event status"
-    return f"This cue is {status}"
+    status = StepStatus(status)
+    match status:
+        case StepStatus.DONE:
+            return f"✅ Confirmed{by}{when}"
+        case StepStatus.SKIPPED:
+            return f"⏭️ Skipped{by}{when}"
+        case StepStatus.CANCELLED:
+            return clip(f"⏹️ Cancelled{by}{when}" + (f": {reason}" if reason else ""), limits.CONTENT_MAX)
+        case StepStatus.FAILED:
+            return "❌ This step failed; see /event status"
+        case StepStatus.PENDING | StepStatus.RUNNING:
+            return f"This cue is {status}"
+        case _:
+            assert_never(status)
 
 
 async def mark_settled(bot: discord.Client, refs: tuple[CueRef, ...], text: str) -> int:

@@ -36,6 +36,7 @@ from bot.cue_messages import cue_embed, cue_view, mark_settled, settled_text
 from bot.rendering import REHEARSAL_MARK, clip, person
 from runner.controls import CueRef
 from runner.history import RunEnding
+from runner.states import StepStatus
 from wiring.config import Config
 from wiring.control_text import closed_cue_text
 
@@ -112,9 +113,9 @@ class DiscordDelivery:
     async def close_cue(self, run_id: int, step_id: int, posted: Posted, ended: RunEnding) -> None:
         """The cue went out, but its run ended meanwhile: disable its buttons and say why, so no
         GM presses Confirm on a run that is over."""
-        ref = CueRef(step_id, run_id, "cancelled", {"posted": posted.as_dict()})
+        ref = CueRef(step_id, run_id, StepStatus.CANCELLED, {"posted": posted.as_dict()})
         await mark_settled(
-            self.bot, (ref,), settled_text("cancelled", None, reason=closed_cue_text(ended, person))
+            self.bot, (ref,), settled_text(StepStatus.CANCELLED, None, reason=closed_cue_text(ended, person))
         )
 
     async def check(self, request: Announcement | Cue) -> list[str]:

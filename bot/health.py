@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import discord
 
 from actions import limits
-from bot.app import EventBot
 from bot.clock import as_utc
+from bot.loops.scheduled_events import listing_status_line
+from bot.protocols import Served
 from bot.rendering import clip, fit, fit_list, timestamp
-from bot.scheduled_events import listing_status_line
 from runner.views import HealthReport, health
 from runner.views.health import HeldStep, ProcessHealth, RunHealth, duration_text, worst_first
 
@@ -81,28 +81,28 @@ def _use(config_gm: str | None, config_staff: str | None, config_sandbox: str | 
     return ", ".join(uses) or "announcements"
 
 
-async def check_channels(bot: EventBot) -> list[ChannelCheck]:
+async def check_channels(client: discord.Client, bot: Served) -> list[ChannelCheck]:
     """Every channel alias in the config, checked as preflight checks a step's channel. A voice
     or stage channel is only ever an Events-tab location, so nothing is posted there to check."""
     config = bot.config
     checks = []
     for alias, channel_id in config.channels.items():
-        channel = bot.get_channel(channel_id)
+        channel = client.get_channel(channel_id)
         if isinstance(channel, discord.VoiceChannel | discord.StageChannel):
             continue
         use = _use(config.gm_channel, config.staff_log_channel, config.sandbox_channel, alias)
-        checks.append(ChannelCheck(alias, use, await bot.delivery.check_channel(alias)))
+        checks.append(ChannelCheck(alias, use, await bot.services.delivery.check_channel(alias)))
     return checks
 
 
-async def bot_health(bot: EventBot) -> BotHealth:
+async def bot_health(client: discord.Client, bot: Served) -> BotHealth:
     services = bot.services
     report = await health(
         services.engine, services.clock.now(), interval_seconds=bot.config.tick_interval_seconds
     )
-    latency = bot.latency if math.isfinite(bot.latency) else None
-    listing = await listing_status_line(bot) if report.database.reachable else None
-    return BotHealth(report, services.runner.owner, latency, await check_channels(bot), listing)
+    latency = client.latency if math.isfinite(client.latency) else None
+    listing = await listing_status_line(bot.mirror) if report.database.reachable else None
+    return BotHealth(report, services.runner.owner, latency, await check_channels(client, bot), listing)
 
 
 # ── The embed ────────────────────────────────────────────────────────────────

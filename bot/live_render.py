@@ -1,6 +1,6 @@
-"""A run's live message as Discord shows it: ``runner.views.LiveView`` to a ``discord.Embed``.
+"""A run's live message as Discord shows it: ``bridge.live.LiveView`` to a ``discord.Embed``.
 
-Plain functions, so the loop that keeps the message edited (``bot.live_runs``) only decides
+Plain functions, so the loop that keeps the message edited (``bot.loops.live_runs``) only decides
 when to send; what a moderator reads is decided here, within Discord's limits (every line is
 clipped, the links are fitted as many as fit and counted beyond that, ``fit`` bounds the whole).
 The render holds no "now": two renders of one state are identical, which is what lets the loop
@@ -11,35 +11,64 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import assert_never
 
 import discord
 
 from actions import limits
-from bot.rendering import STATUS_COLOURS, clip, fit, fit_list, person, run_name, timestamp
-from runner.views import HumanAction, LiveView, PostedLink, Waiting, WaitKind
+from bot.rendering import clip, fit, fit_list, person, run_name, status_colour, timestamp
+from bridge.live import HumanAction, LiveView, PostedLink, Waiting, WaitKind
+from runner.answers import Control
+from runner.states import Health, RunStatus
 
-# What the embed's title says for each status: the one word a moderator scans for.
-HEADLINES = {
-    "scheduled": "🕒 Not started yet",
-    "starting": "▶️ Starting",
-    "running": "▶️ Running",
-    "paused": "⏸️ Paused",
-    "ending": "▶️ Ending",
-    "completed": "✅ Completed",
-    "cancelled": "⏹️ Cancelled",
-    "failed": "❌ Failed",
-    "missed": "⌛ Missed",
-}
-# A control or cue button, as the "last action" line words it.
-ACTION_WORDS = {
-    "start": "Started",
-    "pause": "Paused",
-    "resume": "Resumed",
-    "cancel": "Cancelled",
-    "retry": "Retried",
-    "skip": "Skipped",
-    "confirm": "Confirmed",
-}
+
+def headline(status: RunStatus | str) -> str:
+    """What the embed's title says for ``status``: the one word a moderator scans for."""
+    status = RunStatus(status)
+    match status:
+        case RunStatus.SCHEDULED:
+            return "🕒 Not started yet"
+        case RunStatus.STARTING:
+            return "▶️ Starting"
+        case RunStatus.RUNNING:
+            return "▶️ Running"
+        case RunStatus.PAUSED:
+            return "⏸️ Paused"
+        case RunStatus.ENDING:
+            return "▶️ Ending"
+        case RunStatus.COMPLETED:
+            return "✅ Completed"
+        case RunStatus.CANCELLED:
+            return "⏹️ Cancelled"
+        case RunStatus.FAILED:
+            return "❌ Failed"
+        case RunStatus.MISSED:
+            return "⌛ Missed"
+        case _:
+            assert_never(status)
+
+
+def action_words(what: Control) -> str:
+    """A control or a cue button, as the "last action" line words it."""
+    match what:
+        case Control.START:
+            return "Started"
+        case Control.PAUSE:
+            return "Paused"
+        case Control.RESUME:
+            return "Resumed"
+        case Control.CANCEL:
+            return "Cancelled"
+        case Control.RETRY:
+            return "Retried"
+        case Control.SKIP:
+            return "Skipped"
+        case Control.CONFIRM:
+            return "Confirmed"
+        case _:
+            assert_never(what)
+
+
 LINE_MAX = 300
 LINKS_MAX = limits.EMBED_FIELD_VALUE_MAX
 
@@ -77,7 +106,8 @@ def waiting_line(waiting: Waiting, step: str | None) -> str:
 
 
 def action_line(action: HumanAction) -> str:
-    words = ACTION_WORDS.get(action.what, action.what.capitalize())
+    known = action.what in set(Control)
+    words = action_words(Control(action.what)) if known else action.what.capitalize()
     what = f"{words} {action.step}" if action.step else words
     line = f"{what} by {person(action.by)} {timestamp(action.at)}"
     if action.note:
@@ -91,7 +121,7 @@ def ending_line(view: LiveView) -> str:
     ending = view.ending
     by = f" by {person(ending.by)}" if ending is not None and ending.by is not None else ""
     why = f": {clip(ending.why, LINE_MAX)}" if ending is not None and ending.why else ""
-    if run.status == "completed":
+    if run.status == RunStatus.COMPLETED:
         why = ""
     return f"Ended{when}: **{run.status}**{by}{why}"
 
@@ -116,14 +146,14 @@ def live_embed(view: LiveView, guild_id: int | None) -> discord.Embed:
         lines.append(f"Step: {clip(view.step, 250)}")
     if view.waiting is not None:
         lines.append(waiting_line(view.waiting, clip(view.step, 250) if view.step else None))
-    if run.health == "stalled" and run.in_flight:
+    if run.health == Health.STALLED and run.in_flight:
         lines.append("⚠️ Stalled: no runner has moved this run on when it should have")
     if view.ended:
         lines.append(ending_line(view))
     embed = discord.Embed(
-        title=HEADLINES.get(run.status, run.status),
+        title=headline(run.status),
         description=clip("\n".join(lines), limits.EMBED_DESCRIPTION_MAX),
-        colour=STATUS_COLOURS.get(run.status, 0x95A5A6),
+        colour=status_colour(run.status),
     )
     if view.last_action is not None:
         embed.add_field(name="Last action", value=clip(action_line(view.last_action), 1024), inline=False)

@@ -1,7 +1,7 @@
 """The staff log's words: one ``Line`` per run-log entry staff should be told of (a control or a
 cue action and who pressed it, a step that failed or is retried and why, a run missed, degraded
 or stalled, a reminder that did not go out, ...), the message each line links to, and the
-packing of lines into as few messages as Discord allows. ``bot.staff_log`` posts them and
+packing of lines into as few messages as Discord allows. ``bot.loops.staff_log`` posts them and
 ``bot.log_bursts`` sums a burst up.
 
 Steps are named by ``runner.views.step_name`` (the number ``/event skip`` takes and the status
@@ -19,8 +19,9 @@ from typing import Any
 from actions import limits
 from bot.rendering import clip, person, run_name, timestamp
 from runner import history
+from runner.answers import Control
 from runner.definitions import shown_duration
-from runner.states import RunStatus
+from runner.states import Health, RunStatus
 from runner.views import RunView, StepView, step_name
 
 # What a person reads as the message a step posted, by the step's action.
@@ -221,7 +222,9 @@ def _words(entry: history.Entry, run: RunView | None) -> _Said | None:
             why = _stalled_reason(stalled, run)
             return _Said("🛑", f" is stalled: {why}", f"are stalled: {why}")
         case history.RunRecovered(to=to):
-            still = " (still degraded: one of its steps failed or is being retried)" if to != "ok" else ""
+            still = (
+                " (still degraded: one of its steps failed or is being retried)" if to != Health.OK else ""
+            )
             return _Said("▶️", f" is moving again{still}", f"are moving again{still}")
         case history.ReminderSkipped() as skipped:
             return _reminder_skipped(skipped)
@@ -322,7 +325,7 @@ def _status_words(
             return _Said("⏸️", f" paused after {step} failed: {error}", group, step_link=True)
         case RunStatus.PAUSED:
             return _Said("⏸️", f" paused by {actor}: {PAUSE_MEANS}", f"paused by {actor}")
-        case RunStatus.RUNNING if moved.from_ is RunStatus.PAUSED and moved.control == "retry":
+        case RunStatus.RUNNING if moved.from_ is RunStatus.PAUSED and moved.control == Control.RETRY:
             return None  # the step's requeue line says who retried which step
         case RunStatus.RUNNING if moved.from_ is RunStatus.PAUSED:
             return _Said("▶️", f" resumed by {actor}")
@@ -380,7 +383,7 @@ def batch_lines(lines: Sequence[str], size: int = limits.CONTENT_MAX) -> list[st
 
 def batch(lines: Sequence[str], size: int = limits.CONTENT_MAX) -> list[tuple[str, range]]:
     """Pack lines into messages within ``size``, each with the range of lines it holds (the
-    poster's cursor moves past a message's lines only once it went out)."""
+    poster delivers a message's lines to its log follower only once it went out)."""
     messages: list[tuple[str, range]] = []
     current, start = "", 0
     for index, line in enumerate(lines):

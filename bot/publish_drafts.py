@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.custom_ids import PublishPress, parse
 from runner.definitions import EventDefinition
 
 # How long a preview's buttons work: long enough to read the changes, short enough that the
@@ -25,8 +26,6 @@ DRAFT_SECONDS = 15 * 60
 # oldest forgotten first.
 MAX_DRAFTS = 50
 TOKEN_BYTES = 8
-# The token in a preview button's custom id (``bot.publishing.PUBLISH_TEMPLATE``).
-PRESSED_TOKEN = re.compile(r"evpub:(?P<token>[0-9a-f]+):")
 
 
 @dataclass(frozen=True)
@@ -86,12 +85,11 @@ class Drafts:
         """The draft, removed: whatever a press does with it, it is done once."""
         return self._by_token.pop(token, None)
 
-    def elsewhere(self, payload: Any) -> bool:
-        """Whether an interaction (its gateway payload) presses a preview this process does not
-        hold: another process made it (``bot.claims`` lets that one claim the press first)."""
-        custom_id = str(((payload or {}).get("data") or {}).get("custom_id") or "")
-        match = PRESSED_TOKEN.match(custom_id)
-        return match is not None and match["token"] not in self._by_token
+    def elsewhere(self, data: Mapping[str, Any] | None) -> bool:
+        """Whether an interaction (its payload's ``data``) presses a preview this process does
+        not hold: another process made it (``bot.claims`` lets that one claim the press first)."""
+        press = parse(str((data or {}).get("custom_id") or ""))
+        return isinstance(press, PublishPress) and press.token not in self._by_token
 
     def _forget_expired(self, now: dt.datetime) -> None:
         for token in [t for t, d in self._by_token.items() if d.expires_at <= now]:

@@ -17,7 +17,7 @@ The choices, where the issue leaves them open:
   against the current version (``runner.definitions.diff``), or "new event", or "unchanged:
   nothing to publish" (no buttons), with Publish and Cancel buttons. The draft waits in this
   process's memory (``bot.publish_drafts``), keyed by a random token in the buttons' custom id
-  (``evpub:<token>:publish``), for 15 minutes on the bot's clock; pressed later, or after a
+  (``bot.custom_ids.PublishPress``), for 15 minutes on the bot's clock; pressed later, or after a
   restart, a button says the preview expired and that nothing was published.
 * **The press.** Only the member who asked may press (and only while they still hold
   ``publish``); anyone else is refused and nothing changes. The preview pins the version it was
@@ -39,9 +39,11 @@ import discord
 
 from actions import limits, validation_registry
 from bot import rendering
-from bot.app import EventBot
+from bot.components import claimed_and_admitted
+from bot.custom_ids import PublishPress, PublishVerb
 from bot.errors import BotError, reply_to_error
-from bot.permissions import actor_of, admit
+from bot.permissions import actor_of
+from bot.protocols import Served, served
 from bot.publish_drafts import Draft
 from runner import catalog, schedule, views, yaml_text
 from runner.definitions import EventDefinition, parse_yaml
@@ -52,7 +54,6 @@ from wiring.definition_checks import CheckedFile, check_aliases, check_parsed, c
 MAX_UPLOAD_BYTES = 256 * 1024
 # A problem or a change longer than this is clipped, so one cannot crowd out the rest.
 LINE_MAX = 300
-PUBLISH_TEMPLATE = r"evpub:(?P<token>[0-9a-f]{16}):(?P<verb>publish|cancel)"
 NOTHING_PUBLISHED = "Nothing was published."
 
 
@@ -109,7 +110,7 @@ def read_definition(name: str, data: bytes) -> dict[str, Any]:
     return raw
 
 
-async def check_upload(bot: EventBot, attachment: discord.Attachment) -> CheckedFile:
+async def check_upload(bot: Served, attachment: discord.Attachment) -> CheckedFile:
     """The attachment checked as ``python -m bot validate`` checks a file, with this bot's config."""
     raw = read_definition(attachment.filename, await read_upload(attachment))
     item = check_parsed(attachment.filename, raw, validation_registry(), now=bot.services.clock.now())
@@ -155,7 +156,7 @@ def _name(definition: EventDefinition) -> str:
 
 
 async def validate_upload(
-    bot: EventBot, interaction: discord.Interaction, attachment: discord.Attachment
+    bot: Served, interaction: discord.Interaction, attachment: discord.Attachment
 ) -> None:
     """``/event validate``: the check alone; nothing is stored either way."""
     item = await check_upload(bot, attachment)
@@ -180,7 +181,7 @@ class Current:
     unreadable: str | None = None
 
 
-async def current_of(bot: EventBot, key: str) -> Current | None:
+async def current_of(bot: Served, key: str) -> Current | None:
     services = bot.services
     try:
         found = await views.current_definition(services.engine, key, services.versions)
@@ -194,7 +195,7 @@ async def current_of(bot: EventBot, key: str) -> Current | None:
 
 
 async def publish_upload(
-    bot: EventBot, interaction: discord.Interaction, attachment: discord.Attachment
+    bot: Served, interaction: discord.Interaction, attachment: discord.Attachment
 ) -> None:
     """``/event publish``: the check, then the preview with its buttons (nothing stored yet)."""
     item = await check_upload(bot, attachment)
@@ -257,16 +258,18 @@ async def _reply(interaction: discord.Interaction, text: str, **fields: Any) -> 
     await interaction.followup.send(rendering.clip(text, limits.CONTENT_MAX), ephemeral=True, **fields)
 
 
-class PublishButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=PUBLISH_TEMPLATE):
+class PublishButton(
+    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=PublishPress.TEMPLATE
+):
     """Publish or Cancel under a preview; the draft it names is in ``bot.publish_drafts``."""
 
-    def __init__(self, token: str, verb: str, *, disabled: bool = False) -> None:
+    def __init__(self, token: str, verb: PublishVerb, *, disabled: bool = False) -> None:
         publish = verb == "publish"
         super().__init__(
             discord.ui.Button(
                 label="Publish" if publish else "Cancel",
                 style=discord.ButtonStyle.success if publish else discord.ButtonStyle.secondary,
-                custom_id=f"evpub:{token}:{verb}",
+                custom_id=PublishPress(token, verb).custom_id,
                 disabled=disabled,
             )
         )
@@ -276,19 +279,20 @@ class PublishButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], 
     async def from_custom_id(
         cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
     ) -> PublishButton:
-        return cls(match["token"], match["verb"])
+        press = PublishPress.from_match(match)
+        return cls(press.token, press.verb)
 
     async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
-        return await admit(EventBot.of(interaction).config, interaction, "publish")
+        return await claimed_and_admitted(interaction, "publish")
 
     async def callback(self, interaction: discord.Interaction) -> None:
         # A DynamicItem's errors reach no View.on_error: the boundary is invoked here.
         try:
-            await self._pressed(EventBot.of(interaction), interaction)
+            await self._pressed(served(interaction), interaction)
         except Exception as exc:
             await reply_to_error(interaction, exc)
 
-    async def _pressed(self, bot: EventBot, interaction: discord.Interaction) -> None:
+    async def _pressed(self, bot: Served, interaction: discord.Interaction) -> None:
         drafts = bot.publish_drafts
         draft = drafts.get(self.token, bot.services.clock.now())
         if draft is None:
@@ -316,7 +320,7 @@ class PublishButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], 
         await interaction.edit_original_response(content=text, view=done)
 
 
-async def publish_draft(bot: EventBot, interaction: discord.Interaction, draft: Draft) -> str:
+async def publish_draft(bot: Served, interaction: discord.Interaction, draft: Draft) -> str:
     """Publish ``draft`` unless the event moved on since its preview; what happened, in words."""
     definition = draft.definition
     current = await current_of(bot, definition.key)

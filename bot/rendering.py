@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Sequence
+from typing import assert_never
 
 import discord
 
@@ -18,35 +19,61 @@ from runner.answers import ControlResult, Reason
 from runner.errors import Problem
 from runner.history import Actor
 from runner.schedule import Upcoming
-from runner.states import RunStatus
+from runner.states import Health, RunStatus, StepStatus
 from runner.views import DefinitionSummary, ReminderView, RunSummary, RunView, StepView, UpcomingEvent
 from wiring.control_text import control_text, no_such_scope_head, started_head
 from wiring.run_text import last_error_text, pruned_text
 
 REHEARSAL_MARK = "[REHEARSAL]"
 
-STATUS_COLOURS = {
-    "scheduled": 0x95A5A6,
-    "starting": 0x3498DB,
-    "running": 0x2ECC71,
-    "paused": 0xF1C40F,
-    "ending": 0x3498DB,
-    "completed": 0x2ECC71,
-    "cancelled": 0x7F8C8D,
-    "failed": 0xE74C3C,
-    "missed": 0xE67E22,
-}
+# What a run view says of a step its run never reached (its run's steps were pruned, or the
+# version changed under it): not one of the stored statuses.
+NOT_REACHED = "not reached"
 
-STEP_ICONS = {
-    "pending": "⏳",
-    "running": "▶️",
-    "parked": "✋",
-    "done": "✅",
-    "skipped": "⏭️",
-    "failed": "❌",
-    "cancelled": "⏹️",
-    "not reached": "·",
-}
+
+def status_colour(status: RunStatus | str) -> int:
+    """The embed colour of a run in ``status`` (a view's, as stored)."""
+    status = RunStatus(status)
+    match status:
+        case RunStatus.SCHEDULED:
+            return 0x95A5A6
+        case RunStatus.STARTING | RunStatus.ENDING:
+            return 0x3498DB
+        case RunStatus.RUNNING | RunStatus.COMPLETED:
+            return 0x2ECC71
+        case RunStatus.PAUSED:
+            return 0xF1C40F
+        case RunStatus.CANCELLED:
+            return 0x7F8C8D
+        case RunStatus.FAILED:
+            return 0xE74C3C
+        case RunStatus.MISSED:
+            return 0xE67E22
+        case _:
+            assert_never(status)
+
+
+def step_icon(step: StepView) -> str:
+    if step.parked:
+        return "✋"
+    if step.status == NOT_REACHED:
+        return "·"
+    status = StepStatus(step.status)
+    match status:
+        case StepStatus.PENDING:
+            return "⏳"
+        case StepStatus.RUNNING:
+            return "▶️"
+        case StepStatus.DONE:
+            return "✅"
+        case StepStatus.SKIPPED:
+            return "⏭️"
+        case StepStatus.FAILED:
+            return "❌"
+        case StepStatus.CANCELLED:
+            return "⏹️"
+        case _:
+            assert_never(status)
 
 
 def clip(text: str, size: int) -> str:
@@ -136,18 +163,17 @@ def control_answer(result: ControlResult) -> str:
 
 
 def _step_line(step: StepView) -> str:
-    status = "parked" if step.parked else step.status
-    icon = STEP_ICONS.get(status, "·")
+    icon = step_icon(step)
     ident = f"`{step.id}`" if step.id is not None else "`–`"
     words = "waiting for a GM" if step.parked else step.status
     line = f"{icon} {ident} {clip(step.label, 80)} — {words}"
-    if step.status == "pending" and step.due_at is not None:
+    if step.status == StepStatus.PENDING and step.due_at is not None:
         line += f", due {timestamp(step.due_at)}"
-    if step.settled_by and step.status in ("done", "skipped"):
+    if step.settled_by and step.status in (StepStatus.DONE, StepStatus.SKIPPED):
         line += f" by {person(step.settled_by)}"
     if step.attempts > 1:
         line += f" (attempt {step.attempts})"
-    if step.last_error and step.status in ("failed", "pending"):
+    if step.last_error and step.status in (StepStatus.FAILED, StepStatus.PENDING):
         line += f"\n  ↳ {clip(step.last_error, 160)}"
     return line
 
@@ -159,22 +185,32 @@ def _field_value(lines: Sequence[str], size: int = limits.EMBED_FIELD_VALUE_MAX)
     return fit_list("", lines, size, sep="\n", item_max=size - 24)
 
 
-REMINDER_WORDS = {
-    "pending": "to be sent",
-    "running": "being sent",
-    "done": "sent",
-    "skipped": "not sent",
-    "failed": "could not be sent",
-    "cancelled": "cancelled with the run",
-}
+def reminder_words(status: StepStatus | str) -> str:
+    """What became of a reminder (a step of its own) in ``status``."""
+    status = StepStatus(status)
+    match status:
+        case StepStatus.PENDING:
+            return "to be sent"
+        case StepStatus.RUNNING:
+            return "being sent"
+        case StepStatus.DONE:
+            return "sent"
+        case StepStatus.SKIPPED:
+            return "not sent"
+        case StepStatus.FAILED:
+            return "could not be sent"
+        case StepStatus.CANCELLED:
+            return "cancelled with the run"
+        case _:
+            assert_never(status)
 
 
 def _reminder_line(reminder: ReminderView) -> str:
-    words = REMINDER_WORDS.get(reminder.status, reminder.status)
+    words = reminder_words(reminder.status)
     when = f" {timestamp(reminder.due_at, 'f')}" if reminder.due_at is not None else ""
     line = f"🔔 {clip(reminder.label, 80)}{when} — {words}"
     reason = reminder.last_error or reminder.note
-    if reason and reminder.status in ("skipped", "failed"):
+    if reason and reminder.status in (StepStatus.SKIPPED, StepStatus.FAILED):
         line += f"\n  ↳ {clip(reason, 160)}"
     return line
 
@@ -194,7 +230,7 @@ def status_embed(run: RunView, reminders: Sequence[ReminderView] = ()) -> discor
         lines.append(f"Scheduled for {timestamp(run.scheduled_for, 'f')} ({timestamp(run.scheduled_for)})")
     if run.ended_at is not None:
         lines.append(f"Ended {timestamp(run.ended_at)}")
-    if run.health == "stalled" and run.in_flight:
+    if run.health == Health.STALLED and run.in_flight:
         lines.append(
             "⚠️ Stalled: no runner has moved this run on when it should have. "
             "Check that the bot's runner is alive (the staff log says since when)."
@@ -211,9 +247,7 @@ def status_embed(run: RunView, reminders: Sequence[ReminderView] = ()) -> discor
             f"⚠️ Its definition (version id {run.version_id}) cannot be read: {clip(run.unreadable, 500)}. "
             "The runner leaves this run alone; cancel it, and start the event again once it is republished."
         )
-    embed = discord.Embed(
-        title=title, description="\n".join(lines), colour=STATUS_COLOURS.get(run.status, 0x95A5A6)
-    )
+    embed = discord.Embed(title=title, description="\n".join(lines), colour=status_colour(run.status))
     if reminders:
         embed.add_field(
             name="Reminders", value=_field_value([_reminder_line(r) for r in reminders]), inline=False
@@ -250,7 +284,7 @@ def fit(embed: discord.Embed) -> discord.Embed:
 def _run_line(r: RunSummary) -> str:
     return (
         f"`{r.id}` {clip(r.title, 60)}{' (' + clip(r.scope, 40) + ')' if r.scope else ''} — "
-        f"{r.status}{', ' + r.health if r.health != 'ok' else ''}{' · ' + REHEARSAL_MARK if r.rehearsal else ''}"
+        f"{r.status}{', ' + r.health if r.health != Health.OK else ''}{' · ' + REHEARSAL_MARK if r.rehearsal else ''}"
         + (" · ⚠️ definition unreadable" if r.unreadable else "")
     )
 

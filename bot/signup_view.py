@@ -1,10 +1,8 @@
 """A run's sign-up message: its embed (the list per option, counts and capacities, when sign-ups
 close), its buttons (one per option, and Leave), and the words a click is answered with.
 
-The buttons' whole state is their custom id (``signup:<run_id>:<option>``, ``signup:<run_id>:~leave``),
-which ``SIGNUP_TEMPLATE`` reads back when one is pressed (``bot.signups.SignupButton``): option
-names are keys (``runner.definitions.keys``), which never hold ``~``, so Leave cannot collide.
-The custom ids belong with the other custom ids once the bot has one module for them.
+The buttons' whole state is their custom id (``bot.custom_ids.SignupPress``), read back when
+one is pressed (``bot.cogs.signups.SignupButton``).
 """
 
 from __future__ import annotations
@@ -16,13 +14,13 @@ import json
 import discord
 
 from actions import limits
+from bot.custom_ids import SignupPress
 from bot.rendering import clip, timestamp
 from runner import signups
 from runner.signups import AlreadyIn, Confirmed, JoinAnswer, LeaveAnswer, Left, Moved, RefusedWhy, Waitlisted
 from runner.states import SignupStatus
 
-LEAVE = "~leave"
-SIGNUP_TEMPLATE = r"signup:(?P<run_id>[0-9]{1,19}):(?P<choice>[a-z0-9][a-z0-9_-]{0,31}|~leave)"
+LEAVE = SignupPress.LEAVE
 NO_MENTIONS = discord.AllowedMentions.none()
 OPEN_COLOUR, CLOSED_COLOUR = 0x2ECC71, 0x7F8C8D
 # Discord's five buttons per row; Leave goes on a row of its own after the options.
@@ -30,12 +28,12 @@ PER_ROW = 5
 
 
 def custom_id(run_id: int, choice: str) -> str:
-    return f"signup:{run_id}:{choice}"
+    return SignupPress(run_id, choice).custom_id
 
 
 def signup_view(listed: signups.SignupList, now: dt.datetime) -> discord.ui.View:
     """The buttons. Plain buttons: a press is dispatched by its custom id to
-    ``bot.signups.SignupButton`` (registered with the bot), not to this view. Once sign-ups
+    ``bot.cogs.signups.SignupButton`` (registered with the bot), not to this view. Once sign-ups
     close the option buttons are disabled (a click is still answered, "sign-ups are closed");
     Leave stays until the run is over."""
     closed = listed.is_closed(now)

@@ -22,7 +22,7 @@ import discord
 import yarl
 
 from bot.errors import StartupError
-from runner.db import backoff_delay
+from runner import backoff
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -47,7 +47,7 @@ class Retry:
     cap: float = 60.0
 
     def delay(self, attempt: int) -> float:
-        return backoff_delay(attempt, first=self.first, cap=self.cap)
+        return backoff.delay(attempt, first=self.first, cap=self.cap)
 
 
 class Unreachable(Exception):

@@ -163,7 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
         "each run ended; -v adds the engine's bookkeeping (status transitions, each step done,\n"
         "each phase closing), -vv the log lines too. --json always carries every record.\n\n"
         "If the config names channels, every channel and role alias is checked against it, as\n"
-        "the bot would: an unknown one fails its step here rather than in the live event.\n\n"
+        "the bot would: an unknown one fails its step here rather than in the live event. The\n"
+        "first line says which config that was, or 'no config: channel and role aliases not\n"
+        "checked'. The event's reminders are sent first, each at its virtual time before the\n"
+        "start (-01:00:00; the start is +00:00:00); a failed one makes the exit code 1.\n\n"
         "With --database the rehearsal is kept in that database. One that was interrupted\n"
         "(Ctrl-C, a crash, a pause, a cue left unanswered) leaves its runs in flight, and a new\n"
         "rehearsal refuses the database; carry them on with --resume (paused runs are resumed\n"
@@ -171,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--cancel REASON. Neither takes a FILE, and neither touches a live run.\n\n"
         "Exit code: 0 when every run completed (or, with --cancel, every rehearsal run was\n"
         "cancelled), 1 otherwise (invalid file, a step failed and paused or aborted the run, a\n"
-        "cue was not answered).",
+        "reminder failed, a cue was not answered).",
         cmd_rehearse,
     )
     rehearse.epilog = (
@@ -185,7 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
         "  python -m bot rehearse --database sqlite+aiosqlite:///r.sqlite3 --cancel 'start over'\n\n"
         "--json prints one object per line, with a 'type': status (run status changes), phase,\n"
         "step (outcomes: done, parked, retry, failed, confirmed, skipped), delivery (announce or\n"
-        "cue, as shown), final (one per run), error and problem."
+        "cue, as shown), reminder (sent or failed, before the start), final (one per run),\n"
+        "error and problem."
     )
     rehearse.add_argument(
         "file", metavar="FILE", nargs="?", help="the event definition (YAML); not with --resume / --cancel"
@@ -230,9 +234,10 @@ def build_parser() -> argparse.ArgumentParser:
         "A scheduled event's next three occurrences are printed, in its own time zone and UTC;\n"
         "a once that is already over is refused.\n\n"
         "When the config (--config, else ./config.yaml) names channels or roles, every channel\n"
-        "alias, the gm_channel a cue falls back to, and every ping role is checked against it;\n"
-        "publish checks the same. The limits on an event's size and schedule are in\n"
-        "docs/writing-events.md.\n\n"
+        "alias, the gm_channel a cue falls back to, and every ping role, of the steps and the\n"
+        "reminders alike, is checked against it; publish checks the same. The first line says\n"
+        "which config that was, or 'no config: channel and role aliases not checked'. The\n"
+        "limits on an event's size and schedule are in docs/writing-events.md.\n\n"
         "Exit code: 0 when every file is valid, 1 otherwise.",
         cmd_validate,
     )
@@ -401,13 +406,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f" ({exc.source})" if exc.source else ""
         print(f"the configuration is not valid{where}:", file=sys.stderr)
         for problem in exc.problems:
-            print(f"  - {problem}", file=sys.stderr)
+            print(f"  - {logs.redacted(problem)}", file=sys.stderr)
         return EXIT_USAGE
+    # Written never to hold a secret; hidden here all the same, for the day an exception's own
+    # text (a driver's, Discord's) quotes one.
     except CommandFailed as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {logs.redacted(str(exc))}", file=sys.stderr)
         return EXIT_FAILED
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {logs.redacted(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

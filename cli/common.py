@@ -12,8 +12,9 @@ from typing import TypeVar
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from cli import logs
-from runner.db import DATABASE_ERRORS, DatabaseUrlError, check_url, create_engine, masked_url
+from runner.db import DATABASE_ERRORS, DatabaseUrlError, check_url, create_engine
 from runner.migrate import current_revision
+from runner.redaction import masked_url, password_of
 from wiring import config as config_module
 from wiring.config import Config
 
@@ -38,13 +39,19 @@ class UsageError(Exception):
 # ── Shared helpers ──────────────────────────────────────────────────────────
 
 
+def config_path(path: str | None) -> str | None:
+    """The config file ``load_config`` reads: ``--config PATH``, else ``config.yaml`` in the
+    working directory if there is one; None for the built-in defaults."""
+    if path is None and Path(DEFAULT_CONFIG).is_file():
+        return DEFAULT_CONFIG
+    return path
+
+
 def load_config(path: str | None) -> Config:
     """``--config PATH``, else ``config.yaml`` in the working directory if there is one, else
     the built-in defaults. ``EVENTBOT_*`` environment variables override either."""
-    if path is None and Path(DEFAULT_CONFIG).is_file():
-        path = DEFAULT_CONFIG
-    config = config_module.load(path)
-    logs.keep_secret(logs.password_of(config.database_url))
+    config = config_module.load(config_path(path))
+    logs.keep_secret(password_of(config.database_url))
     return config
 
 
@@ -56,7 +63,7 @@ def shown_url(url: str) -> str:
 def checked_database(url: str, origin: str = "--database") -> str:
     """``url`` if ``runner.db.check_url`` accepts it, else ``UsageError``: one line, naming
     where the URL came from and what is wrong with it, the password hidden."""
-    logs.keep_secret(logs.password_of(url))
+    logs.keep_secret(password_of(url))
     try:
         check_url(url)
     except DatabaseUrlError as exc:

@@ -15,6 +15,7 @@ from cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     CommandFailed,
+    config_path,
     database_url,
     load_config,
     on_database,
@@ -65,6 +66,20 @@ def check_files(paths: Sequence[Path], config: Config | None = None) -> list[Che
     return checked
 
 
+NO_CONFIG = "no config: channel and role aliases not checked"
+
+
+def config_line(path: str | None, config: Config) -> str:
+    """Which config the aliases were checked against, or that they were not: an ok from a
+    check that had nothing to check against must never read as an ok from one that had."""
+    if checks_aliases(config):
+        where = path or "the EVENTBOT_* environment variables"
+        return f"config: {where} (channel and role aliases checked against it)"
+    if path is None:
+        return NO_CONFIG
+    return f"config: {path} names no channels or roles: channel and role aliases not checked"
+
+
 def _print_problems(item: CheckedFile) -> None:
     print(f"FAIL  {item.path}: {plural(len(item.problems), 'problem')}")
     for problem in item.problems:
@@ -73,6 +88,7 @@ def _print_problems(item: CheckedFile) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     config = load_config(args.config)
+    print(config_line(config_path(args.config), config))
     checked = check_files(definition_files(args.files), config)
     for item in checked:
         if item.valid:

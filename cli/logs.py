@@ -15,52 +15,32 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from sqlalchemy.engine import make_url
+from runner.redaction import Redactor, password_of
 
 FORMATS = ("text", "json")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-MASK = "***"
 # Quiet unless -v: each says at INFO what an operator has no use for (Alembic's "Context impl
 # SQLiteImpl", discord.py's "logging in using static token").
 THIRD_PARTY = ("discord", "alembic", "sqlalchemy", "aiohttp", "asyncmy", "aiosqlite", "asyncio")
-# Shorter secrets are replaced only where they stand as a URL's password: replacing a
-# three-letter password everywhere would turn every line into noise without hiding anything.
-SHORTEST_SECRET = 4
-
-# A Discord bot token's shape (three base64url parts joined by dots), and a URL's password.
-_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{20,}")
-# (No "/" in the password: "http://host:8080/users/@me" is a port and a path. A password with a
-# raw "/" is still masked where it is one of the secrets the redactor was given.)
-_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:)[^@\s/]+@")
 # Every attribute a LogRecord has of its own; the rest came in through ``extra``.
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime", "taskName"}
 
 
-class Redactor(logging.Filter):
-    """Replaces the secrets it was given, and anything shaped like a token or a URL's password,
-    in a record's message, arguments, extras and traceback."""
+class RedactingFilter(logging.Filter):
+    """Hides secrets (``runner.redaction``'s rules) in a record's message, arguments, extras and
+    traceback."""
 
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
+    def __init__(self, redactor: Redactor) -> None:
         super().__init__()
-        self._secrets: set[str] = set()
-        for secret in secrets:
-            self.keep(secret)
-
-    def keep(self, secret: str | None) -> None:
-        if secret and len(secret) >= SHORTEST_SECRET:
-            self._secrets.add(secret)
+        self.redactor = redactor
 
     def redact(self, text: str) -> str:
-        for secret in sorted(self._secrets, key=len, reverse=True):
-            text = text.replace(secret, MASK)
-        text = _URL_PASSWORD.sub(rf"\1{MASK}@", text)
-        return _TOKEN.sub(MASK, text)
+        return self.redactor.redact(text)
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
@@ -111,7 +91,7 @@ class _Handler(logging.StreamHandler):  # type: ignore[type-arg]
     def __init__(self, stream: TextIO, redactor: Redactor) -> None:
         super().__init__(stream)
         self.redactor = redactor
-        self.addFilter(redactor)
+        self.addFilter(RedactingFilter(redactor))
 
     def format(self, record: logging.LogRecord) -> str:
         # Again on the finished line: a formatter may add text of its own.
@@ -139,15 +119,6 @@ def secrets_from(environ: Mapping[str, str]) -> list[str]:
     url = environ.get("EVENTBOT_DATABASE_URL", "")
     found.append(password_of(url) or "")
     return [secret for secret in found if secret]
-
-
-def password_of(url: str | None) -> str | None:
-    if not url:
-        return None
-    try:
-        return make_url(url).password or None
-    except Exception:  # not a URL: the pattern for a URL's password still applies
-        return None
 
 
 def configure(
@@ -184,7 +155,17 @@ def configure(
 
 
 def keep_secret(secret: str | None) -> None:
-    """Have every log line from now on hide ``secret`` too (a password read from the config)."""
+    """Have every log line and error from now on hide ``secret`` too (a password read from the
+    config)."""
     for handler in logging.getLogger().handlers:
         if isinstance(handler, _Handler):
             handler.redactor.keep(secret)
+
+
+def redacted(text: str) -> str:
+    """``text`` (an error for the terminal) with the secrets hidden as the log lines hide them:
+    by the logging handler's redactor, which knows the config's password too once it is read."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, _Handler):
+            return handler.redactor.redact(text)
+    return Redactor(secrets_from(os.environ)).redact(text)

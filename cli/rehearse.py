@@ -14,11 +14,13 @@ from cli.common import (
     UsageError,
     check_sqlite_location,
     checked_database,
+    config_path,
     load_config,
     on_database,
     require_schema,
     shown_url,
 )
+from cli.definitions import config_line
 from runner.db import DATABASE_ERRORS
 
 
@@ -54,6 +56,7 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         as_json=args.json,
         # The global -v: the engine's bookkeeping in the transcript, beside the log lines.
         verbose=getattr(args, "verbose", 0) > 0,
+        config_line=config_line(config_path(args.config), config),
     )
     if args.database is not None:
         # Refuse a bad URL before anything starts; runs to carry on need a database that exists.

@@ -15,11 +15,13 @@ from runner.errors import Problem
 
 
 def format_offset(seconds: float) -> str:
-    """``+HH:MM:SS`` since the rehearsal began (hours go past 24 rather than wrapping)."""
-    whole = max(0, int(seconds))
-    hours, rest = divmod(whole, 3600)
+    """``+HH:MM:SS`` since the event started (hours go past 24 rather than wrapping);
+    ``-HH:MM:SS`` before it, where its reminders go out."""
+    whole = int(seconds)
+    sign = "-" if whole < 0 else "+"
+    hours, rest = divmod(abs(whole), 3600)
     minutes, secs = divmod(rest, 60)
-    return f"+{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{sign}{hours:02d}:{minutes:02d}:{secs:02d}"
 
 
 def format_duration(seconds: float) -> str:

@@ -6,14 +6,14 @@ import datetime as dt
 import re
 from typing import Any
 
-from actions import mentions
 from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted
-from actions.mentions import Mentions, PingPolicy
+from actions.mentions import Mentions
 from rehearsal.console import Console, run_label
 from runner import views
+from runner.definitions import REMINDERS_PHASE
 from runner.history import RunEnding
 from runner.schedule import shown
-from runner.suggestions import did_you_mean
+from wiring.aliases import ConfigAliases
 from wiring.config import Config
 from wiring.control_text import closed_cue_text
 
@@ -34,6 +34,7 @@ class ConsoleDelivery:
     def __init__(self, console: Console, config: Config) -> None:
         self.console = console
         self.config = config
+        self.aliases = ConfigAliases(config)
         self.sent: list[Announcement | Cue] = []
         self._posted: dict[str, Posted] = {}
 
@@ -57,69 +58,14 @@ class ConsoleDelivery:
             reason=reason,
         )
 
-    # ── what a real server would refuse ──
-
-    @property
-    def _strict(self) -> bool:
-        return bool(self.config.channels)
-
-    def _channel(self, request: Announcement | Cue) -> str | None:
-        channel = (
-            request.channel
-            if isinstance(request, Announcement)
-            else (request.channel or self.config.gm_channel)
-        )
-        return channel.lstrip("#") if channel else None
-
-    def _problems(self, request: Announcement | Cue) -> list[str]:
-        """What would make the bot refuse to post: a channel or a ping role the config does not
-        have. ``validate`` and ``publish`` ask the same question (through ``check``) when a
-        config is in effect, so what they accept is what this delivery posts."""
-        problems = self._channel_problems(request)
-        if self._decide(request).unknown_role is not None:
-            known = ", ".join(sorted(self.config.roles)) or "none"
-            hint = did_you_mean(request.ping_role or "", self.config.roles)
-            problems.append(
-                f"ping role {request.ping_role!r} is not one of the role aliases in config (roles: {known}){hint}"
-            )
-        return problems
-
-    def _channel_problems(self, request: Announcement | Cue) -> list[str]:
-        if not self._strict:
-            return []
-        channel = self._channel(request)
-        if channel is None:
-            return ["no GM channel: the step names none and gm_channel is not configured"]
-        if self.config.channel_id(channel) is None:
-            known = ", ".join(sorted(self.config.channels))
-            hint = did_you_mean(channel, self.config.channels)
-            return [
-                f"channel {channel!r} is not one of the channel aliases in config (channels: {known}){hint}"
-            ]
-        return []
-
-    @property
-    def ping_policy(self) -> PingPolicy:
-        # A config naming channels or roles is a real server's; with neither (the quick start)
-        # there is no server to hold an alias to.
-        configured = self.config.roles or self.config.channels
-        return PingPolicy(
-            self.config.roles if configured else None,
-            self.config.announce.allowed_ping_roles,
-            self.config.announce.allow_everyone,
-        )
-
-    def _decide(self, request: Announcement | Cue) -> Mentions:
-        # Shown as live: the sandbox's suppression is Discord's, not the event's.
-        return mentions.for_request(self.ping_policy, request)
-
     async def check(self, request: Announcement | Cue) -> list[str]:
-        return self._problems(request)
+        # The rule ``validate`` and ``publish`` apply too (``wiring.aliases``).
+        return self.aliases.problems(request)
 
     # ── showing ──
 
     def _deliver(self, request: Announcement | Cue) -> Posted:
-        problems = self._problems(request)
+        problems = self.aliases.problems(request)
         if problems:
             raise DeliveryError("; ".join(problems), transient=False)
         label = self._run_label(request)
@@ -135,7 +81,7 @@ class ConsoleDelivery:
                 step_id=request.step_id,
             )
             return existing
-        channel = self._channel(request)
+        channel = self.aliases.channel(request)
         channel_id = self.config.channel_id(channel) if channel else None
         posted = Posted(
             channel_id=str(channel_id or channel or "gm"),
@@ -152,6 +98,10 @@ class ConsoleDelivery:
 
     def _run_label(self, request: Announcement | Cue) -> str:
         scope = request.context.scope if request.context else ""
+        if request.context is not None and request.context.phase_key == REMINDERS_PHASE:
+            # Sent before the run starts (``Rehearsal.remind``): named as the reminder it is.
+            label = request.context.step_label or "Reminder"
+            return f"{label} ({scope})" if scope else label
         return run_label(request.run_id, scope)
 
     @staticmethod
@@ -170,7 +120,7 @@ class ConsoleDelivery:
         return [readable_timestamps(line, now) for line in lines]
 
     def _show_announcement(self, a: Announcement, label: str, channel: str | None) -> None:
-        decision = self._decide(a)
+        decision = self.aliases.mentions(a)
         body: list[str] = []
         text = decision.text(markup=False)
         if a.content is not None or text is not None:
@@ -195,7 +145,7 @@ class ConsoleDelivery:
         )
 
     def _show_cue(self, c: Cue, label: str, channel: str | None) -> None:
-        decision = self._decide(c)
+        decision = self.aliases.mentions(c)
         body = [f"│ {c.title}", *(f"│ {line}" for line in c.instructions.splitlines())]
         if c.context is not None:
             where = [

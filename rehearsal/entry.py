@@ -4,6 +4,7 @@ what one left."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import tempfile
 from pathlib import Path
 from typing import TextIO
@@ -17,10 +18,12 @@ from rehearsal.session import ACTOR, REHEARSAL_SETTINGS, Rehearsal, RehearsalOpt
 from runner import views
 from runner.clock import ManualClock, utcnow
 from runner.controls import Controls
-from runner.db import create_engine, masked_url
+from runner.db import create_engine
 from runner.definitions import load_file
 from runner.errors import DefinitionError
 from runner.migrate import upgrade
+from runner.redaction import masked_url
+from runner.states import RunStatus
 from wiring.config import Config
 from wiring.control_text import control_text
 from wiring.services import assemble
@@ -36,14 +39,20 @@ async def rehearse(
     """Validate, publish, start and play ``options.file``; the exit code is 0 only when every
     run completed."""
     assert options.file is not None, "resume_rehearsals carries on without a file"
-    clock = ManualClock(utcnow().replace(microsecond=0))
+    starts_at = utcnow().replace(microsecond=0)
+    clock = ManualClock(starts_at)
+    # The console counts from the start (+00:00:00), whatever comes before it.
     console = Console(clock, as_json=options.as_json, stream=stream, verbose=options.verbose)
+    if options.config_line:
+        console.note(options.config_line)
     try:
         definition = load_file(options.file, validation_registry())
     except DefinitionError as exc:
         console.note(f"{options.file} is not a valid event definition:")
         console.problems(exc.problems)
         return 1
+    # The reminders go out before the start, at negative times: the clock begins at the first.
+    clock.set(starts_at - dt.timedelta(seconds=definition.longest_reminder_lead()))
     scopes = definition.run_scopes() if options.scope is None else [options.scope]
     where = f"in {len(scopes)} scopes ({', '.join(scopes)})" if any(scopes) else "with no scope"
     console.note(f'Rehearsing "{definition.title}" ({definition.key}) from {options.file} {where}.')
@@ -130,6 +139,8 @@ async def resume_rehearsals(
         # on from where it got to, so the runs' history never goes back in time.
         clock = ManualClock(start)
         console = Console(clock, as_json=options.as_json, stream=stream, verbose=options.verbose)
+        if options.config_line:
+            console.note(options.config_line)
         live = [run for run in busy if not run.rehearsal]
         if live:
             message = (
@@ -183,10 +194,10 @@ async def cancel_rehearsals(
         said = control_text(result)
         console.emit(
             "status" if result.ok else "error",
-            f"{run_label(run.id, run.scope)}: {'cancelled' if result.ok else said}",
+            f"{run_label(run.id, run.scope)}: {RunStatus.CANCELLED if result.ok else said}",
             run_id=run.id,
             scope=run.scope,
-            to="cancelled" if result.ok else None,
+            to=RunStatus.CANCELLED if result.ok else None,
             message=said,
         )
     if len(busy) > len(rehearsals):

@@ -11,15 +11,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from actions import build_registry
+from bridge.listings import Desired, desired_state
 from rehearsal import transcript
 from rehearsal.console import Console, format_duration, is_terminal, run_label
 from runner import catalog, views
 from runner.clock import ManualClock
-from runner.definitions import EventDefinition
+from runner.definitions import REMINDER_ACTION, REMINDERS_PHASE, EventDefinition
+from runner.dispatch import perform
 from runner.engine import RunnerSettings
 from runner.history import Entry, RunCreated, RunStatusChanged
-from runner.listings import Desired, desired_state
+from runner.registry import Envelope
+from runner.reminder_rules import reminder_label
 from runner.schema import RUN_TERMINAL
+from runner.states import RunStatus, StepStatus
 from wiring.control_text import control_text
 from wiring.run_text import failed_step, last_error_text
 from wiring.services import Services
@@ -52,6 +57,9 @@ class RehearsalOptions:
     max_iterations: int = MAX_ITERATIONS
     # ``-v``: the engine's bookkeeping too (status transitions, steps done, phases closing).
     verbose: bool = False
+    # Which config the aliases are checked against (``cli.definitions.config_line``): the
+    # first line of the text.
+    config_line: str | None = None
 
 
 # What an answer the cue prompt does not know is told, before the prompt comes again.
@@ -91,32 +99,129 @@ class Rehearsal:
         self._last_log_id: dict[int, int] = {}
         self._views: dict[int, views.RunView] = {}
         self._waits = transcript.WaitsBeforePhases(console)
+        # "<reminder> (<scope>): <why>" for each reminder that could not be sent (``remind``).
+        self.failed_reminders: list[str] = []
 
     async def run(self) -> int:
+        """Publish, send the reminders at their times before the start (the clock begins at
+        the first of them: ``rehearse`` sets it so), start and play to the end."""
         services = self.services
-        assert self.definition is not None, "a new rehearsal plays a definition"
+        definition = self.definition
+        assert definition is not None, "a new rehearsal plays a definition"
+        starts_at = self.clock.now() + dt.timedelta(seconds=definition.longest_reminder_lead())
         published = await catalog.publish(
             services.engine,
-            self.definition,
+            definition,
             self.clock.now(),
             source=str(self.options.file),
             actor=ACTOR,
         )
+        verb = "published" if published.changed else "already published as"
+        version = f"{verb} {published.key} v{published.version}"
+        scopes = self._reminded_scopes()
+        if scopes:
+            self.console.note(
+                f"{version}; its reminders first, each at its time before the start (+00:00:00):"
+            )
+            await self.remind(scopes, starts_at)
+            await self._pass_time(self.clock.now(), starts_at)
+            self.console.note("")
+        else:
+            # Nothing to send before the start (a scope the event lacks): start at +00:00:00.
+            self.clock.set(starts_at)
         started = await services.controls.start(
-            self.definition.key, scope=self.options.scope, actor=ACTOR, rehearsal=True
+            definition.key, scope=self.options.scope, actor=ACTOR, rehearsal=True
         )
         said = control_text(started)
         if not started.ok:
             self.console.emit("error", f"cannot start the rehearsal: {said}", message=said)
             return 1
         self.run_ids = list(started.run_ids)
-        verb = "published" if published.changed else "already published as"
         self.console.note(
-            f"{verb} {published.key} v{published.version}; {said}; "
-            f"cues: {self.options.cues}; waits: {self._pace()}"
+            f"{'' if scopes else f'{version}; '}{said}; cues: {self.options.cues}; waits: {self._pace()}"
         )
         self.console.note("")
         return await self._drive_to_the_end()
+
+    def _reminded_scopes(self) -> list[str]:
+        """The scopes whose reminders are sent: every scope rehearsed (none for a scope the
+        event lacks: the start refuses it, in its own words)."""
+        assert self.definition is not None
+        if not self.definition.reminders:
+            return []
+        known = self.definition.run_scopes()
+        if self.options.scope is None:
+            return known
+        return [self.options.scope] if self.options.scope in known else []
+
+    async def remind(self, scopes: list[str], starts_at: dt.datetime) -> None:
+        """Each reminder at its moment before ``starts_at``, for each scope, performed by the
+        action a live occurrence performs it with (``REMINDER_ACTION``, with the step context
+        a live reminder has) through this rehearsal's delivery: what players would read is
+        shown, and a channel or ping role the config lacks fails here, not an hour before the
+        live event. A rehearsal run has no reminders of its own (it starts now, as a manual
+        start does), so they are sent here, before it starts. As live, a failed reminder never
+        stops the event; the rehearsal still ends "did not complete" (``_finish``)."""
+        definition = self.definition
+        assert definition is not None
+        order = sorted(range(len(definition.reminders)), key=lambda seq: -definition.reminders[seq].before)
+        for seq in order:
+            reminder = definition.reminders[seq]
+            await self._pass_time(self.clock.now(), starts_at - dt.timedelta(seconds=reminder.before))
+            for scope in scopes:
+                await self._send_reminder(seq, scope, starts_at)
+
+    async def _send_reminder(self, seq: int, scope: str, starts_at: dt.datetime) -> None:
+        definition = self.definition
+        assert definition is not None
+        reminder = definition.reminders[seq]
+        label = reminder_label(definition, seq)
+        context = views.StepContext(
+            event_key=definition.key,
+            event_title=definition.title,
+            phase_key=REMINDERS_PHASE,
+            phase_label="Reminders",
+            step_index=seq,
+            step_label=label,
+            scope=scope,
+            rehearsal=True,
+            starts_at=starts_at,
+        )
+
+        async def describe(run_id: int, step_id: int) -> views.StepContext:
+            return context
+
+        envelope = Envelope(
+            actor=ACTOR,
+            idempotency_key=f"rehearsal-reminder-{seq}-{scope}",
+            params=dict(reminder.params),
+            run_id=0,
+            scope=scope,
+            step_id=0,
+            verify=False,
+        )
+        registry = build_registry(self.services.delivery, describe)
+        outcome = await perform(registry, envelope, REMINDER_ACTION)
+        self.console.release(envelope.step_id)
+        name = f"{label} ({scope})" if scope else label
+        record = {
+            "scope": scope,
+            "label": label,
+            "before_seconds": reminder.before,
+            "action": REMINDER_ACTION,
+        }
+        if outcome.outcome == "done":
+            self.console.aside("reminder", f"{name}: sent", **record, outcome="sent")
+            return
+        error = outcome.error or "not sent"
+        self.failed_reminders.append(f"{name}: {error}")
+        self.console.emit(
+            "reminder",
+            f"{name} FAILED: {error} (live, it would not be sent; the event would start all the same)",
+            **record,
+            outcome="failed",
+            error=error,
+        )
 
     async def carry_on(self, runs: list[views.RunSummary], last_log_ids: dict[int, int]) -> int:
         """Drive runs an interrupted rehearsal left in flight to their end, as ``run`` would
@@ -131,7 +236,7 @@ class Rehearsal:
         )
         self.console.note("")
         for run in runs:
-            if run.status == "paused":
+            if run.status == RunStatus.PAUSED:
                 result = await self.services.controls.resume(run.id, actor=ACTOR)
                 if not result.ok:
                     said = control_text(result)
@@ -159,7 +264,7 @@ class Rehearsal:
             current = [self._views[run_id] for run_id in self.run_ids]
             if all(view.status in RUN_TERMINAL for view in current):
                 return
-            paused = [view for view in current if view.status == "paused"]
+            paused = [view for view in current if view.status == RunStatus.PAUSED]
             if paused:
                 raise _Stop(
                     f"{_paused_where(paused[0])}. A live run would wait here for staff to retry, "
@@ -177,7 +282,9 @@ class Rehearsal:
                 raise _Stop("no run is due and no cue is waiting, yet not every run has ended")
             if wake <= now and (report.runs_advanced or report.steps_dispatched):
                 continue
-            blocked = any(view.status == "scheduled" and view.scheduled_for <= now for view in current)
+            blocked = any(
+                view.status == RunStatus.SCHEDULED and view.scheduled_for <= now for view in current
+            )
             if blocked:
                 # A run waiting on a concurrency key only rechecks now and then; nothing changes
                 # for it until its holder moves on, so skip straight to the holder's next step.
@@ -192,7 +299,7 @@ class Rehearsal:
             step.due_at
             for view in self._views.values()
             for step in view.open_steps()
-            if step.status == "pending" and step.due_at is not None and step.due_at > now
+            if step.status == StepStatus.PENDING and step.due_at is not None and step.due_at > now
         ]
         return min(due, default=None)
 
@@ -300,7 +407,7 @@ class Rehearsal:
         self.console.note("")
         for run_id in self.run_ids:
             view = self._views[run_id]
-            done = view.status == "completed"
+            done = view.status == RunStatus.COMPLETED
             completed += done
             text = f"{run_label(view.id, view.scope)}: {view.status} (health {view.health})"
             said = last_error_text(view)
@@ -318,7 +425,12 @@ class Rehearsal:
                 last_error=view.last_error,
             )
         total = len(self.run_ids)
-        if total and completed == total:
+        if self.failed_reminders:
+            self.console.note(
+                f"{len(self.failed_reminders)} reminder(s) failed (shown above): "
+                "a live occurrence would not send them"
+            )
+        if total and completed == total and not self.failed_reminders:
             self.console.note(f"rehearsal completed: {completed} of {total} runs completed")
             return 0
         self.console.note(f"rehearsal did not complete: {completed} of {total} runs completed")

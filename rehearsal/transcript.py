@@ -15,10 +15,10 @@ import json
 import zoneinfo
 from typing import Any
 
+from bridge.listings import STATUS_OF_RUN, Desired
 from rehearsal.console import Console, format_duration, format_offset, run_label
 from runner import history, views
-from runner.listings import STATUS_OF_RUN, Desired
-from runner.states import RunStatus
+from runner.states import Health, RunStatus
 
 # The step events, each printed as ``<step> <outcome>`` (``step.done`` -> ``done``).
 STEP_EVENTS: tuple[type[history.Event], ...] = (
@@ -44,7 +44,9 @@ def show_line(console: Console, view: views.RunView, entry: history.Entry) -> No
             _show_step_line(console, view, entry, label, base)
         case history.RunCreated(rehearsal=rehearsal):
             mode = "rehearsal run" if rehearsal else "LIVE run"
-            console.aside("status", f"{label}: created ({mode})", **base, to="scheduled", rehearsal=rehearsal)
+            console.aside(
+                "status", f"{label}: created ({mode})", **base, to=RunStatus.SCHEDULED, rehearsal=rehearsal
+            )
         case history.RunStatusChanged() as moved:
             why = moved.error or moved.reason or moved.control
             shift = f"{moved.from_} → {moved.to}" if moved.from_ else f"now {moved.to}"
@@ -71,7 +73,11 @@ def show_line(console: Console, view: views.RunView, entry: history.Entry) -> No
         case history.RunDegraded(reason=reason):
             # Always after a failure or a retry that was just shown with its reason.
             console.aside(
-                "status", f"{label}: health → degraded ({reason})", **base, health="degraded", reason=reason
+                "status",
+                f"{label}: health → {Health.DEGRADED} ({reason})",
+                **base,
+                health=Health.DEGRADED,
+                reason=reason,
             )
         case _:
             detail = entry.event.detail()

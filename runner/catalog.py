@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import definitions as defs
-from runner import history, lifecycle, schedule
+from runner import history, lifecycle, reminder_rules, schedule
 from runner.db import retry_on_conflict
 from runner.definitions import REHEARSAL_KEY_PREFIX, EventDefinition
 from runner.errors import UnknownDefinition, UnreadableDefinition
@@ -271,7 +271,7 @@ async def create_run(
         started_by=stored_name(actor),
         manual=manual,
         # The one due query finds the run at its first reminder: no per-tick scan of reminders.
-        wake_at=reminders_sql.earliest_due(definition, scheduled_for) if reminded else None,
+        wake_at=reminder_rules.earliest_due(definition, scheduled_for) if reminded else None,
     )
     if run_id is None:
         return None

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import os
-import random
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -30,7 +30,8 @@ from sqlalchemy.dialects import mysql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from runner import sqlite_inline
+from runner import backoff, sqlite_inline
+from runner.redaction import masked_url
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -74,26 +75,6 @@ MARIADB_OPTIONS = {
     "ssl_check_hostname": _BOOLEAN,
 }
 MAX_PORT = 65535
-
-
-def masked_url(url: str) -> str:
-    """``url`` with its password replaced by ``***``, even when it does not parse as a URL."""
-    # With a second "@" the parser may take part of the password for the host; mask by hand.
-    if url.count("@") < 2:
-        try:
-            return make_url(url).render_as_string(hide_password=True)
-        except (ValueError, TypeError, sa.exc.ArgumentError):
-            pass
-    scheme, separator, rest = url.partition("://")
-    if not separator:
-        return "<not a URL>"
-    # Credentials end at the last "@": a password may hold "/" or "@" itself, and masking a
-    # little too much is better than showing a little of it.
-    if "@" in rest:
-        credentials, _, rest = rest.rpartition("@")
-        user = credentials.partition(":")[0]
-        rest = f"{user}:***@{rest}" if ":" in credentials else f"{user}@{rest}"
-    return f"{scheme}://{rest}"
 
 
 def _option_problem(name: str, value: object) -> str | None:
@@ -261,22 +242,6 @@ DATABASE_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-def backoff_delay(
-    attempt: int,
-    *,
-    first: float,
-    cap: float,
-    jitter: float = 0.0,
-    draw: Callable[[], float] = random.random,
-) -> float:
-    """How long to wait before retry ``attempt`` (0 for the first retry): ``first`` doubling per
-    attempt up to ``cap``, then shortened by a random fraction of itself up to ``jitter`` (0 to 1),
-    so processes that failed together do not all come back in the same instant."""
-    # 2**60 is past every cap; a larger exponent would only overflow float.
-    delay = min(cap, first * 2.0 ** min(max(attempt, 0), 60))
-    return delay * (1 - jitter * draw())
-
-
 # MariaDB: 1213 deadlock, 1205 lock wait timeout. Both roll the statement (1213: the whole
 # transaction) back and ask for the transaction to be tried again.
 _CONFLICT_CODES = {1205, 1213}
@@ -284,7 +249,8 @@ CONFLICT_ATTEMPTS = 5
 # From 2-20 ms on the first retry to 16-160 ms on the last: long enough for the winner of the
 # lock to commit, short enough that a tick hardly notices.
 CONFLICT_BACKOFF_FIRST, CONFLICT_BACKOFF_JITTER = 0.02, 0.9
-CONFLICT_BACKOFF_CAP = CONFLICT_BACKOFF_FIRST * 2 ** (CONFLICT_ATTEMPTS - 2)
+# The cap is the last retry's own doubled wait: it bounds the sum, never shortens a retry.
+CONFLICT_BACKOFF_CAP = backoff.delay(CONFLICT_ATTEMPTS - 2, first=CONFLICT_BACKOFF_FIRST, cap=math.inf)
 
 
 class ConflictCounts:
@@ -335,7 +301,7 @@ def retry_on_conflict(method: Callable[P, Awaitable[T]]) -> Callable[P, Awaitabl
                     raise
                 CONFLICTS.retried += 1
                 await asyncio.sleep(
-                    backoff_delay(
+                    backoff.delay(
                         attempt,
                         first=CONFLICT_BACKOFF_FIRST,
                         cap=CONFLICT_BACKOFF_CAP,

@@ -20,17 +20,18 @@ import asyncio
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import ValidationError
 
 from runner.registry import Action, ActionRegistry, Envelope
+from runner.states import ActionOutcome
 
 log = logging.getLogger(__name__)
 
 MAX_HOLD_SECONDS = 7 * 24 * 60 * 60
 
-Outcome = Literal["done", "parked", "retry", "terminal"]
+Outcome = ActionOutcome
 
 
 @dataclass(frozen=True)
@@ -64,25 +65,31 @@ def _hold_seconds(value: Any) -> float | None:
 def classify(answer: Any, action_id: str) -> Classified:
     """Turn whatever an action returned into one of four outcomes."""
     if not isinstance(answer, dict):
-        return Classified("retry", error=f"{action_id} answered {type(answer).__name__}, not a result")
+        return Classified(
+            ActionOutcome.RETRY, error=f"{action_id} answered {type(answer).__name__}, not a result"
+        )
     output = answer.get("output") if isinstance(answer.get("output"), dict) else None
     if answer.get("__timedOut"):
-        return Classified("retry", error=_error_text(answer, f"{action_id} timed out"))
+        return Classified(ActionOutcome.RETRY, error=_error_text(answer, f"{action_id} timed out"))
     if answer.get("ok") is not True:
         if answer.get("ok") is False and answer.get("retry") is False:
-            return Classified("terminal", error=_error_text(answer, f"{action_id} failed"), output=output)
-        return Classified("retry", error=_error_text(answer, f"{action_id} did not answer ok"), output=output)
+            return Classified(
+                ActionOutcome.TERMINAL, error=_error_text(answer, f"{action_id} failed"), output=output
+            )
+        return Classified(
+            ActionOutcome.RETRY, error=_error_text(answer, f"{action_id} did not answer ok"), output=output
+        )
     if answer.get("await") == "human":
-        return Classified("parked", output=output)
+        return Classified(ActionOutcome.PARKED, output=output)
     if "holdFor" in answer and answer["holdFor"] is not None:
         hold = _hold_seconds(answer["holdFor"])
         if hold is None:
             return Classified(
-                "terminal",
+                ActionOutcome.TERMINAL,
                 error=f"{action_id} answered holdFor={answer['holdFor']!r}, not a number of seconds",
             )
-        return Classified("done", hold_seconds=hold, output=output)
-    return Classified("done", output=output)
+        return Classified(ActionOutcome.DONE, hold_seconds=hold, output=output)
+    return Classified(ActionOutcome.DONE, output=output)
 
 
 async def perform(registry: ActionRegistry, envelope: Envelope, action_id: str) -> Classified:
@@ -91,12 +98,13 @@ async def perform(registry: ActionRegistry, envelope: Envelope, action_id: str) 
     if action is None:
         # Terminal at once and never a silent skip: the step names a module nobody loaded.
         return Classified(
-            "terminal", error=f"no action named {action_id!r} is registered (is its module loaded?)"
+            ActionOutcome.TERMINAL,
+            error=f"no action named {action_id!r} is registered (is its module loaded?)",
         )
     try:
         params = action.params_model.model_validate(envelope.params)
     except ValidationError as exc:
-        return Classified("terminal", error=f"{action_id} params invalid: {_short(exc)}")
+        return Classified(ActionOutcome.TERMINAL, error=f"{action_id} params invalid: {_short(exc)}")
     return await _call(action, envelope, params)
 
 
@@ -120,7 +128,7 @@ async def _call(action: Action[Any], envelope: Envelope, params: Any) -> Classif
             exc_info=True,
             extra={"run_id": envelope.run_id, "step_id": envelope.step_id},
         )
-        return Classified("retry", error=f"{action.id} raised {type(exc).__name__}: {exc}"[:500])
+        return Classified(ActionOutcome.RETRY, error=f"{action.id} raised {type(exc).__name__}: {exc}"[:500])
     return classify(answer, action.id)
 
 

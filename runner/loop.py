@@ -24,8 +24,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from runner import backoff
 from runner.clock import Clock
-from runner.db import DATABASE_ERRORS, backoff_delay
+from runner.db import DATABASE_ERRORS
 from runner.engine import TickReport
 from runner.heartbeat import Heartbeat
 
@@ -141,7 +142,7 @@ class RunnerLoop:
             self.state.database_down_since = self._monotonic()
             log.error("database unreachable (%s: %s); retrying with backoff", type(exc).__name__, exc)
             self._failed_ticks = 0
-        delay = backoff_delay(
+        delay = backoff.delay(
             self._failed_ticks, first=self.backoff_start, cap=self.backoff_cap, jitter=self.backoff_jitter
         )
         self._failed_ticks += 1

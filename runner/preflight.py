@@ -1,34 +1,69 @@
-"""Preflight: ask every step's action, with ``verify: true``, whether it could act, before a run
-starts (the channel exists, the bot may post and mention there, ...). Nothing is sent."""
+"""Preflight: ask the action of everything a definition will perform, with ``verify: true``,
+whether it could act, before a run starts or a version is published (the channel exists, the
+bot may post and mention there, ...). Nothing is sent.
+
+Everything means every step of every phase *and* every reminder (``performed``): a reminder is
+a ``discord.announce`` of its run, sent before the start, and a channel or ping role it names
+wrongly fails as surely as a step's, only earlier (an hour before the event, with no rehearsal
+to have shown it). One walk, so no front end can check the steps and forget the reminders.
+"""
 
 from __future__ import annotations
 
-from runner.definitions import EventDefinition
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from runner.definitions import REMINDER_ACTION, EventDefinition
 from runner.dispatch import perform
 from runner.errors import Problem
 from runner.registry import ActionRegistry, Envelope
+from runner.states import ActionOutcome
 
 VERIFY_KEY = "0" * 40
+
+
+@dataclass(frozen=True)
+class Performed:
+    """One action a run of the definition performs, and where the definition says so: a step
+    (``phase`` and ``step``) or a reminder (``field``: ``reminders.<index>``)."""
+
+    action: str
+    params: dict[str, Any]
+    phase: str | None = None
+    step: int | None = None
+    field: str | None = None
+
+
+def performed(definition: EventDefinition) -> Iterator[Performed]:
+    """Every action a run performs: the reminders (first, as they go out before the start),
+    then each phase's steps."""
+    for index, reminder in enumerate(definition.reminders):
+        yield Performed(REMINDER_ACTION, dict(reminder.params), field=f"reminders.{index}")
+    for phase in definition.phases:
+        for index, step in enumerate(phase.steps):
+            yield Performed(step.action, dict(step.params), phase=phase.key, step=index)
 
 
 async def preflight(
     registry: ActionRegistry, definition: EventDefinition, *, scope: str = "", actor: str | None = None
 ) -> list[Problem]:
     problems: list[Problem] = []
-    for phase in definition.phases:
-        for index, step in enumerate(phase.steps):
-            envelope = Envelope(
-                actor=actor,
-                idempotency_key=VERIFY_KEY,
-                params=dict(step.params),
-                run_id=0,
-                scope=scope,
-                step_id=0,
-                verify=True,
+    for each in performed(definition):
+        envelope = Envelope(
+            actor=actor,
+            idempotency_key=VERIFY_KEY,
+            params=each.params,
+            run_id=0,
+            scope=scope,
+            step_id=0,
+            verify=True,
+        )
+        outcome = await perform(registry, envelope, each.action)
+        if outcome.outcome is not ActionOutcome.DONE:
+            problems.append(
+                Problem(outcome.error or "not ready", phase=each.phase, step=each.step, field=each.field)
             )
-            outcome = await perform(registry, envelope, step.action)
-            if outcome.outcome != "done":
-                problems.append(Problem(outcome.error or "not ready", phase=phase.key, step=index))
     return problems
 
 

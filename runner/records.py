@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
-from runner.history import Actor
+from runner.kinds import Actor
 from runner.states import Health, OnFailure, RunStatus, StepStatus
 
 

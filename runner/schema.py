@@ -2,7 +2,10 @@
 
 One module for the whole schema so that a reader sees every column, enum, default and index
 in one place; the statements that read and write these tables live next to them in
-``runner/sql/`` (one module per table group).
+``runner/sql/`` (one module per table group), or, for the tables only the Discord-shaped services
+use (listings, live messages, external claims and work leases), in ``bridge/sql/``. Those tables
+are still the store's: one schema, one migration history, and retention deletes their rows with
+their runs.
 
 Conventions that the statements rely on:
 
@@ -41,6 +44,7 @@ metadata = sa.MetaData()
 # The statuses and their groups live in ``runner.states``; the groups are re-exported here for
 # the readers that have always found them beside the tables.
 __all__ = [
+    "LISTING_FINAL_STATUSES",
     "RUN_HOLDS_KEY",
     "RUN_IN_FLIGHT",
     "RUN_IN_PROGRESS",
@@ -266,6 +270,10 @@ listings = sa.Table(
     # Failed pushes are retried when their back-off lease runs out.
     sa.Index("idx_evlist_retry", "claim_expires_at"),
 )
+
+# The ``pushed_status`` values after which a listing is never pushed again: the mirror leaves
+# these rows alone (``bridge.sql.listings``), and retention may delete them with their run.
+LISTING_FINAL_STATUSES = ("completed", "cancelled", "gone", "skipped")
 
 live_messages = sa.Table(
     "event_run_live_messages",

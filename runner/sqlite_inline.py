@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from runner import backoff
+
 FIRST_RETRY_SECONDS = 0.001
 LONGEST_RETRY_SECONDS = 0.05
 
@@ -115,7 +117,7 @@ class InlineConnection:
         held elsewhere, met by a statement that starts a transaction, is waited for here."""
         raw = self._conn
         deadline = time.monotonic() + self._busy_timeout
-        delay = FIRST_RETRY_SECONDS
+        retries = 0
         while True:
             starting = not raw.in_transaction
             cursor = raw.cursor()
@@ -132,8 +134,8 @@ class InlineConnection:
                     raise
             finally:
                 cursor.close()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, LONGEST_RETRY_SECONDS)
+            await asyncio.sleep(backoff.delay(retries, first=FIRST_RETRY_SECONDS, cap=LONGEST_RETRY_SECONDS))
+            retries += 1
 
     def cursor(self) -> InlineCursor:
         return InlineCursor(self)

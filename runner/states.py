@@ -49,6 +49,18 @@ class OnFailure(enum.StrEnum):
     ABORT_RUN = "abort_run"
 
 
+class ActionOutcome(enum.StrEnum):
+    """What an action's answer means to the runner (``dispatch.classify`` reads the seeds' dict
+    protocol into one of these, at the action edge; nothing past it sees the dict)."""
+
+    DONE = "done"
+    # Waits for a human (a GM cue's confirm or skip).
+    PARKED = "parked"
+    # A transient failure: tried again while attempts are left.
+    RETRY = "retry"
+    TERMINAL = "terminal"
+
+
 _R = RunStatus
 
 RUN_TERMINAL: frozenset[RunStatus] = frozenset({_R.COMPLETED, _R.CANCELLED, _R.FAILED, _R.MISSED})

@@ -30,6 +30,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDic
 from runner import yaml_text
 from runner.db import DEFAULT_URL, DatabaseUrlError, check_url
 from runner.definitions.durations import duration_seconds
+from runner.redaction import Redactor, looks_like_a_discord_token
 
 ENV_PREFIX = "EVENTBOT_"
 TOKEN_ENV = "DISCORD_TOKEN"
@@ -50,22 +51,19 @@ REHEARSAL_SPEED_MIN, REHEARSAL_SPEED_MAX = 1.0, 10_000.0
 ALIAS_MAX = 100
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
-# Discord bot tokens are three base64url parts joined by dots; a long unbroken run of such
-# characters is treated as secret too, so a pasted token or password is never repeated back.
-# Each alternative starts only where a run of its characters starts (the lookbehinds): otherwise
-# a long run with no dot would be tried from every position, in time quadratic in its length.
-_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{20,}")
-_SECRET = re.compile(rf"{_TOKEN.pattern}|(?<![A-Za-z0-9_\-+/=])[A-Za-z0-9_\-+/=]{{48,}}")
 SECRET_SHOWN = "<a value that looks like a secret, not shown>"
+# A problem repeats what was typed, so a long unbroken run of base64 characters is hidden too: a
+# pasted token or password is never repeated back, whatever its shape.
+_PROBLEMS = Redactor(mask=SECRET_SHOWN, long_runs=True)
 
 
 def looks_secret(text: str) -> bool:
-    return bool(_SECRET.search(text))
+    return _PROBLEMS.hides_anything_in(text)
 
 
 def redact(text: str) -> str:
     """``text`` with anything that looks like a token or a long secret replaced."""
-    return _SECRET.sub(SECRET_SHOWN, text)
+    return _PROBLEMS.redact(text)
 
 
 class ConfigError(Exception):
@@ -225,7 +223,7 @@ class Config(_Strict):
     # The aliases (keys of ``channels``) of the channels the bot uses itself.
     gm_channel: str | None = None
     staff_log_channel: str | None = None
-    # One message per run in the staff log channel, edited as the run moves (``bot.live_runs``).
+    # One message per run in the staff log channel, edited as the run moves (``bot.loops.live_runs``).
     live_run_messages: bool = True
     sandbox_channel: str | None = None
     announce: AnnounceSettings = Field(default_factory=AnnounceSettings)
@@ -385,7 +383,7 @@ def _token_values(data: Mapping[Any, Any]) -> list[str]:
     while todo and len(seen) < _WALK_LIMIT:
         where, value = todo.pop()
         if isinstance(value, str):
-            if _TOKEN.search(value):
+            if looks_like_a_discord_token(value):
                 found.append(where)
         elif isinstance(value, dict | list) and id(value) not in seen:
             seen.add(id(value))

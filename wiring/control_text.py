@@ -9,26 +9,12 @@ Discord front end a mention (``bot.rendering.control_answer``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, assert_never
 
 from runner.answers import Control, ControlResult, Reason
 from runner.history import RunEnding
+from runner.states import RUN_TERMINAL, RunStatus, StepStatus
 from runner.views import step_name
-
-ENDED_WORDS = {
-    "completed": "the run has already completed",
-    "cancelled": "the run was cancelled",
-    "failed": "the run has failed and ended",
-    "missed": "the run was missed (it did not start within its grace window)",
-}
-
-IN_FLIGHT_WORDS = {
-    "scheduled": "the run has not started yet",
-    "starting": "the run is starting",
-    "running": "the run is running",
-    "paused": "the run is paused",
-    "ending": "the run is finishing",
-}
 
 NO_SCOPES = "none (leave the scope empty)"
 PAUSED_SUFFIX = "; the run is paused and will carry on when resumed"
@@ -42,11 +28,32 @@ def plain_name(actor: Any) -> str:
     return str(name) if name else "someone"
 
 
-def run_status_words(status: str | None) -> str:
+def run_status_words(status: RunStatus | str | None) -> str:
     """Where a run stands, as the end of "cannot pause: …"."""
     if status is None:
         return "the run is gone"
-    return ENDED_WORDS.get(status) or IN_FLIGHT_WORDS.get(status) or f"the run is {status}"
+    status = RunStatus(status)
+    match status:
+        case RunStatus.COMPLETED:
+            return "the run has already completed"
+        case RunStatus.CANCELLED:
+            return "the run was cancelled"
+        case RunStatus.FAILED:
+            return "the run has failed and ended"
+        case RunStatus.MISSED:
+            return "the run was missed (it did not start within its grace window)"
+        case RunStatus.SCHEDULED:
+            return "the run has not started yet"
+        case RunStatus.STARTING:
+            return "the run is starting"
+        case RunStatus.RUNNING:
+            return "the run is running"
+        case RunStatus.PAUSED:
+            return "the run is paused"
+        case RunStatus.ENDING:
+            return "the run is finishing"
+        case _:
+            assert_never(status)
 
 
 def started_head(result: ControlResult) -> str:
@@ -72,7 +79,7 @@ def _started(r: ControlResult, name: Namer) -> str:
 
 
 def _settled(word: str) -> Callable[[ControlResult, Namer], str]:
-    return lambda r, name: word + (PAUSED_SUFFIX if r.run_status == "paused" else "")
+    return lambda r, name: word + (PAUSED_SUFFIX if r.run_status == RunStatus.PAUSED else "")
 
 
 def _no_such_step(r: ControlResult, name: Namer) -> str:
@@ -95,8 +102,8 @@ def _in_flight(r: ControlResult, name: Namer) -> str:
 
 
 def _step_cancelled(r: ControlResult, name: Namer) -> str:
-    if r.run_status in ENDED_WORDS:
-        return f"{ENDED_WORDS[r.run_status]}, so this step was cancelled"
+    if r.run_status in RUN_TERMINAL:
+        return f"{run_status_words(r.run_status)}, so this step was cancelled"
     return "that step was cancelled"
 
 
@@ -111,7 +118,7 @@ _WORDS: dict[Reason, Callable[[ControlResult, Namer], str]] = {
     Reason.CANCELLED: lambda r, name: f"run {r.run_id} cancelled: {r.cancel_reason}",
     Reason.RETRYING: lambda r, name: f"retrying {step_name(r.step_id, r.label)} of run {r.run_id}",
     Reason.CONFIRMED: _settled("confirmed"),
-    Reason.SKIPPED: _settled("skipped"),
+    Reason.SKIPPED: _settled(StepStatus.SKIPPED),
     Reason.NO_SUCH_RUN: lambda r, name: f"cannot {r.control}: no such run: {r.run_id}",
     Reason.RUN_ENDED: lambda r, name: f"cannot {r.control}: {run_status_words(r.run_status)}",
     Reason.WRONG_RUN_STATUS: lambda r, name: f"cannot {r.control}: {run_status_words(r.run_status)}",

@@ -12,7 +12,6 @@ Nothing here imports discord.
 from __future__ import annotations
 
 import datetime as dt
-import io
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,11 +20,11 @@ from typing import Any
 
 from actions import build_registry
 from runner import schedule
-from runner.clock import SystemClock
 from runner.definitions import EventDefinition, ManualSchedule, load_file, validate
 from runner.errors import DefinitionError, Problem
 from runner.preflight import preflight
 from runner.registry import ActionRegistry
+from wiring.aliases import AliasCheckDelivery
 from wiring.config import Config
 from wiring.signup_checks import signup_role_problems
 
@@ -69,18 +68,16 @@ def checks_aliases(config: Config | None) -> bool:
 
 
 async def check_aliases(checked: Sequence[CheckedFile], config: Config) -> None:
-    """Every channel, ``gm_channel`` and ping role the valid definitions name, against the
-    config. It is the preflight the bot runs before a start, with the rehearsal's offline
-    delivery in Discord's place: that delivery refuses what the config lacks, exactly as it does
-    when the step runs, so what passes here is what a rehearsal (and the bot) will post."""
-    # Imported only when there is a config to check against: it is the whole rehearsal package.
-    from rehearsal import Console, ConsoleDelivery
+    """Every channel, ``gm_channel`` and ping role the valid definitions name, in their steps
+    and their reminders, against the config. It is the preflight the bot runs before a start
+    (``runner.preflight``: one walk of both), with the config's aliases (``wiring.aliases``) in
+    Discord's place: the rehearsal's delivery refuses by the same rule when the step or the
+    reminder is sent, so what passes here is what a rehearsal (and the bot) will post."""
 
     async def no_context(run_id: int, step_id: int) -> None:
         return None
 
-    console = Console(SystemClock(), as_json=False, stream=io.StringIO())
-    registry = build_registry(ConsoleDelivery(console, config), no_context)
+    registry = build_registry(AliasCheckDelivery(config), no_context)
     for item in checked:
         if item.definition is None:
             continue

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 
+from runner.states import StepStatus
 from runner.views import RunView, StepView, step_name
 
-# The engine's words for a failure that stopped the run (runner.engine.core._apply_on_failure).
+# The engine's words for a failure that stopped the run (runner.engine.core.apply_on_failure).
 STEP_FAILED = re.compile(r"step (?P<id>[0-9]+) \([^()]*\) failed: (?P<error>.*)", re.DOTALL)
 
 
@@ -44,8 +45,19 @@ def last_error_text(run: RunView) -> str | None:
 
 
 # How a pruned run's counts read: a step's status, and a reminder's (as /event status words them).
-_STEP_WORDS = {"done": "done", "skipped": "skipped", "failed": "failed", "cancelled": "cancelled"}
-_REMINDER_WORDS = {"done": "sent", "skipped": "not sent", "failed": "not delivered", "cancelled": "cancelled"}
+_S = StepStatus
+_STEP_WORDS: dict[str, str] = {
+    _S.DONE: "done",
+    _S.SKIPPED: "skipped",
+    _S.FAILED: "failed",
+    _S.CANCELLED: "cancelled",
+}
+_REMINDER_WORDS: dict[str, str] = {
+    _S.DONE: "sent",
+    _S.SKIPPED: "not sent",
+    _S.FAILED: "not delivered",
+    _S.CANCELLED: "cancelled",
+}
 
 
 def _counted(counts: dict[str, int], noun: str, words: dict[str, str]) -> str | None:

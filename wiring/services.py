@@ -6,6 +6,7 @@ recording one; everything else is identical, which is what makes a rehearsal wor
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -16,6 +17,7 @@ from actions import build_registry
 from actions.delivery import Delivery, cue_closer
 from actions.messaging import Describe
 from runner import views
+from runner.bus import RunsChanged
 from runner.catalog import VersionCache
 from runner.clock import Clock, SystemClock
 from runner.controls import Controls
@@ -66,7 +68,16 @@ def assemble(
         versions=versions,
         close_parked=cue_closer(delivery),
     )
+    # A control's change goes out on the runner's bus (``RunsChanged``); ``on_change`` is one
+    # subscriber to it (the bot's tick-now).
+    if on_change is not None:
+        follow = on_change
+        runner.bus.subscribe(lambda _event: follow(), {RunsChanged})
     controls = Controls(
-        engine, clock=clock, versions=versions, on_change=on_change, driver=runner if drive_starts else None
+        engine,
+        clock=clock,
+        versions=versions,
+        on_change=functools.partial(runner.bus.publish, RunsChanged()),
+        driver=runner if drive_starts else None,
     )
     return Services(engine, clock, versions, describe, delivery, registry, runner, controls)

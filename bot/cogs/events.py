@@ -23,18 +23,20 @@ from discord.ext import commands
 
 from actions import limits
 from bot import rendering
-from bot.app import EventBot
+from bot.components import claimed_and_admitted
 from bot.cue_messages import mark_settled, settled_text
+from bot.custom_ids import StartAnywayPress, StartMode
 from bot.errors import BotError, reply_to_error
 from bot.health import bot_health, health_embed
-from bot.permissions import actor_of, admit
+from bot.loops.scheduled_events import listing_status_line
+from bot.permissions import actor_of
+from bot.protocols import Served, served, served_by
 from bot.publishing import PublishButton, publish_upload, validate_upload
-from bot.scheduled_events import listing_status_line
 from bot.signup_view import with_signup_counts
 from bot.starting import check_start, confirmed_scope
 from runner import schedule, signups, views
 from runner.controls import Control, ControlResult, Reason
-from runner.states import RunStatus
+from runner.states import RunStatus, StepStatus
 
 START = {"capability": "start"}
 CONTROL = {"capability": "control"}
@@ -74,8 +76,11 @@ def matches(current: str, *texts: str) -> bool:
 
 
 class EventCog(commands.GroupCog, group_name="event", group_description="Run live events"):
-    def __init__(self, bot: EventBot) -> None:
+    def __init__(self, bot: Served, client: discord.Client) -> None:
+        # ``bot``: what the commands act through; ``client``: Discord itself (the channels
+        # ``/event health`` checks, the cue messages ``/event cancel`` and ``skip`` edit).
         self.bot = bot
+        self.client = client
         super().__init__()
 
     # ── start / rehearse ──────────────────────────────────────────────────
@@ -120,7 +125,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         check = await check_start(services, self.bot.config, key, scope, rehearsal=rehearsal)
         if check.problems:
             view = discord.ui.View(timeout=None)
-            mode = "r" if rehearsal else "l"
+            mode: StartMode = "r" if rehearsal else "l"
             view.add_item(StartAnyway(check.key, check.version_id, check.scope_token, mode))
             embed = rendering.problems_embed(check.title, check.problems, rehearsal=rehearsal)
             await reply(interaction, embed=embed, view=view)
@@ -197,9 +202,12 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         edited = 0
         if result.ok and result.cues:
             text = settled_text(
-                "cancelled", interaction.user.mention, at=self.bot.services.clock.now(), reason=reason
+                StepStatus.CANCELLED,
+                interaction.user.mention,
+                at=self.bot.services.clock.now(),
+                reason=reason,
             )
-            edited = await mark_settled(self.bot, result.cues, text)
+            edited = await mark_settled(self.client, result.cues, text)
         await self._done(interaction, result, edited=edited)
 
     @app_commands.command(name="skip", description="Skip a pending step or a waiting cue", extras=CONTROL)
@@ -209,8 +217,10 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         result = await self.bot.services.controls.skip(step, run_id=run, actor=actor_of(interaction.user))
         edited = 0
         if result.ok and result.cues:
-            text = settled_text("skipped", interaction.user.mention, at=self.bot.services.clock.now())
-            edited = await mark_settled(self.bot, result.cues, text)
+            text = settled_text(
+                StepStatus.SKIPPED, interaction.user.mention, at=self.bot.services.clock.now()
+            )
+            edited = await mark_settled(self.client, result.cues, text)
         await self._done(interaction, result, edited=edited)
 
     async def _done(
@@ -277,7 +287,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         await interaction.response.defer(ephemeral=True, thinking=True)
         services = self.bot.services
         # What the bot cannot do for the runs, said above whichever status is shown.
-        warning = await listing_status_line(self.bot)
+        warning = await listing_status_line(self.bot.mirror)
         if run is None:
             in_flight = await views.list_runs(
                 services.engine, in_flight_only=True, versions=services.versions
@@ -308,7 +318,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
     )
     async def health(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        await reply(interaction, embed=health_embed(await bot_health(self.bot)))
+        await reply(interaction, embed=health_embed(await bot_health(self.client, self.bot)))
 
     @app_commands.command(name="list", description="Published events and the runs in flight", extras=READ)
     async def list_(self, interaction: discord.Interaction) -> None:
@@ -359,21 +369,20 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         await publish_upload(self.bot, interaction, file)
 
 
-START_TEMPLATE = (
-    r"evstart:(?P<key>[a-z0-9][a-z0-9_-]{0,63}):(?P<version>[0-9]+):(?P<scope>[0-9]+|\*):(?P<mode>[lr])"
-)
-
-
-class StartAnyway(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=START_TEMPLATE):
+class StartAnyway(
+    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=StartAnywayPress.TEMPLATE
+):
     """ "Start anyway" under a preflight's problems. It pins the version that was checked: if the
     event was republished since, it refuses rather than start something nobody checked."""
 
-    def __init__(self, key: str, version_id: int, scope: str, mode: str, *, disabled: bool = False) -> None:
+    def __init__(
+        self, key: str, version_id: int, scope: str, mode: StartMode, *, disabled: bool = False
+    ) -> None:
         super().__init__(
             discord.ui.Button(
                 label="Rehearse anyway" if mode == "r" else "Start anyway",
                 style=discord.ButtonStyle.danger,
-                custom_id=f"evstart:{key}:{version_id}:{scope}:{mode}",
+                custom_id=StartAnywayPress(key, version_id, scope, mode).custom_id,
                 disabled=disabled,
             )
         )
@@ -383,21 +392,22 @@ class StartAnyway(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], te
     async def from_custom_id(
         cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
     ) -> StartAnyway:
-        return cls(match["key"], int(match["version"]), match["scope"], match["mode"])
+        press = StartAnywayPress.from_match(match)
+        return cls(press.key, press.version_id, press.scope_token, press.mode)
 
     def capability(self) -> str:
         return "rehearse" if self.mode == "r" else "start"
 
     async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
-        return await admit(EventBot.of(interaction).config, interaction, self.capability())
+        return await claimed_and_admitted(interaction, self.capability())
 
     async def callback(self, interaction: discord.Interaction) -> None:
         try:
-            await self._confirmed(EventBot.of(interaction), interaction)
+            await self._confirmed(served(interaction), interaction)
         except Exception as exc:
             await reply_to_error(interaction, exc)
 
-    async def _confirmed(self, bot: EventBot, interaction: discord.Interaction) -> None:
+    async def _confirmed(self, bot: Served, interaction: discord.Interaction) -> None:
         rehearsal = self.mode == "r"
         view = discord.ui.View(timeout=None)
         view.add_item(StartAnyway(self.key, self.version_id, self.scope, self.mode, disabled=True))
@@ -410,7 +420,7 @@ class StartAnyway(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], te
         await interaction.followup.send(rendering.control_answer(result), ephemeral=True)
 
 
-async def setup(bot: EventBot) -> None:
+async def setup(bot: commands.Bot) -> None:
     """Loaded by ``EventBot.setup_hook`` as an extension (``bot.load_extension``)."""
     bot.add_dynamic_items(StartAnyway, PublishButton)
-    await bot.add_cog(EventCog(bot))
+    await bot.add_cog(EventCog(served_by(bot), bot))

@@ -1,9 +1,9 @@
 """What every part of the runner shares: its settings, the tick's report, the typed answers a
-part gives the loop that drives a run, and the base the parts are mixed into."""
+part gives the loop that drives a run, and the run-health helpers more than one stage needs."""
 
 from __future__ import annotations
 
-import asyncio
+import dataclasses
 import datetime as dt
 import enum
 import logging
@@ -11,14 +11,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from runner import catalog
-from runner.clock import Clock
 from runner.history import RunDegraded, RunEnding, RunRecovered, record
 from runner.lifecycle import move_run
 from runner.records import RunRecord, StepRecord
-from runner.registry import ActionRegistry, Envelope
+from runner.registry import Envelope
 from runner.sql import run_health as health_sql
 from runner.states import Health, OnFailure, RunStatus
 
@@ -93,7 +91,7 @@ def serving_settings(interval: float, **overrides: Any) -> RunnerSettings:
         "housekeeping_seconds": interval,
         # A serving process that dies hands its runs over within 20 s (issue 13): a run lease of
         # 5 s (renewed at every claim, and for a wait held in process, so only a dead holder
-        # lets it run out) and a 3 s margin on a step's lease (``claims.Claims`` stretches a lease
+        # lets it run out) and a 3 s margin on a step's lease (``claims.still_leased`` stretches a lease
         # that a slow COMMIT left short, so the margin need only cover clocks and scheduling).
         "run_lease_seconds": SERVING_RUN_LEASE_SECONDS,
         "step_lease_margin_seconds": SERVING_STEP_LEASE_MARGIN_SECONDS,
@@ -114,6 +112,18 @@ class TickReport:
     runs_advanced: int = 0
     steps_dispatched: int = 0
     errors: list[str] = field(default_factory=list)
+
+    def absorb(self, part: TickReport) -> None:
+        """Add what one stage did to the tick's report."""
+        for each in dataclasses.fields(self):
+            if each.name == "errors":
+                self.errors.extend(part.errors)
+            else:
+                setattr(self, each.name, getattr(self, each.name) + getattr(part, each.name))
+
+
+# What one stage of a tick did: the same counters as the tick's report, absorbed into it.
+StageResult = TickReport
 
 
 class Go(enum.Enum):
@@ -170,7 +180,7 @@ class Lease:
     # What the drive knew when it stopped at a step not yet due (the run, its open steps):
     # a drive that resumes at that moment under the same lease starts from it.
     known: tuple[RunRecord, list[StepRecord]] | None = None
-    # The lease each step claim of this drive wrote, by step id: read (``claims.Claims``) only
+    # The lease each step claim of this drive wrote, by step id: read (``claims.still_leased``) only
     # once the claim's COMMIT returned, to check the lease still covers the action's budget.
     claimed: dict[int, dt.datetime] = field(default_factory=dict)
 
@@ -189,68 +199,64 @@ class DefinitionKey:
     definition_id: int
 
 
-class RunnerBase:
-    """The runner's collaborators and the helpers more than one part needs. The parts
-    (``reclaim``, ``occurrences``, ``advance``, ``steps``) are mixed into ``Runner`` on top."""
+class ErrorMemo:
+    """The last error of each run or definition, only for not repeating a log line; nothing the
+    runner decides depends on it."""
 
-    engine: AsyncEngine
-    registry: ActionRegistry
-    clock: Clock
-    owner: str
-    settings: RunnerSettings
-    versions: catalog.VersionCache
-    close_parked: CloseParked | None
-    _tick_lock: asyncio.Lock
-    # How many runs are driven at once, by the tick and in process alike.
-    _gate: asyncio.Semaphore
-    # Only for not repeating a log line; nothing the runner decides depends on it.
-    _last_error: dict[RunKey | DefinitionKey, str]
+    def __init__(self) -> None:
+        self._last: dict[RunKey | DefinitionKey, str] = {}
 
-    def _first_time(self, key: RunKey | DefinitionKey, exc: BaseException) -> bool:
+    def first_time(self, key: RunKey | DefinitionKey, exc: BaseException) -> bool:
         """Log an error once, not on every tick it repeats (until it changes or clears)."""
         text = f"{type(exc).__name__}: {exc}"
-        if self._last_error.get(key) == text:
+        if self._last.get(key) == text:
             return False
-        self._last_error[key] = text
+        self._last[key] = text
         return True
 
-    async def _recover(self, conn: AsyncConnection, run_id: int, now: dt.datetime) -> None:
-        """The run moved (a step settled, a phase or status changed): a stall is over."""
-        restored = await health_sql.recover(conn, run_id, now)
-        if restored is not None:
-            await record(conn, run_id, RunRecovered(Health(restored)), now)
+    def clear(self, key: RunKey | DefinitionKey) -> None:
+        self._last.pop(key, None)
 
-    async def _degrade(self, conn: AsyncConnection, run_id: int, now: dt.datetime, reason: str) -> None:
-        if await health_sql.degrade(conn, run_id, now):
-            await record(conn, run_id, RunDegraded(reason[:300]), now)
 
-    async def _apply_on_failure(
-        self, conn: AsyncConnection, run_id: int, step: StepRecord, error: str, now: dt.datetime
-    ) -> bool:
-        """The step is written failed; now its ``on_failure`` acts on the run. True if the run
-        stopped (paused or failed)."""
-        await self._degrade(conn, run_id, now, f"step {step.id} failed: {error}")
-        message = f"step {step.id} ({step.action_id}) failed: {error}"
-        if step.on_failure is OnFailure.SKIP:
-            return False
-        if step.on_failure is OnFailure.PAUSE:
-            froms: tuple[RunStatus, ...] = (RunStatus.RUNNING,)
-            to, cancel_open = RunStatus.PAUSED, False
-        else:
-            froms, to, cancel_open = (RunStatus.RUNNING, RunStatus.PAUSED), RunStatus.FAILED, True
-        await move_run(
-            conn,
-            run_id,
-            froms,
-            to,
-            now,
-            step_id=step.id,
-            last_error=message,
-            cancel_open=cancel_open,
-            reason="step failed",
-            error=error,
-        )
-        return True
+async def recover(conn: AsyncConnection, run_id: int, now: dt.datetime) -> None:
+    """The run moved (a step settled, a phase or status changed): a stall is over."""
+    restored = await health_sql.recover(conn, run_id, now)
+    if restored is not None:
+        await record(conn, run_id, RunRecovered(Health(restored)), now)
+
+
+async def degrade(conn: AsyncConnection, run_id: int, now: dt.datetime, reason: str) -> None:
+    if await health_sql.degrade(conn, run_id, now):
+        await record(conn, run_id, RunDegraded(reason[:300]), now)
+
+
+async def apply_on_failure(
+    conn: AsyncConnection, run_id: int, step: StepRecord, error: str, now: dt.datetime
+) -> bool:
+    """The step is written failed; now its ``on_failure`` acts on the run. True if the run
+    stopped (paused or failed)."""
+    await degrade(conn, run_id, now, f"step {step.id} failed: {error}")
+    message = f"step {step.id} ({step.action_id}) failed: {error}"
+    if step.on_failure is OnFailure.SKIP:
+        return False
+    if step.on_failure is OnFailure.PAUSE:
+        froms: tuple[RunStatus, ...] = (RunStatus.RUNNING,)
+        to, cancel_open = RunStatus.PAUSED, False
+    else:
+        froms, to, cancel_open = (RunStatus.RUNNING, RunStatus.PAUSED), RunStatus.FAILED, True
+    await move_run(
+        conn,
+        run_id,
+        froms,
+        to,
+        now,
+        step_id=step.id,
+        last_error=message,
+        cancel_open=cancel_open,
+        reason="step failed",
+        error=error,
+    )
+    return True
 
 
 def step_envelope(run: RunRecord, step: StepRecord) -> Envelope:

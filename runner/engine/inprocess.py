@@ -4,8 +4,11 @@ whose next step falls due within ``hold_in_process_seconds``, which keeps its le
 resumed here at that very instant (a step falling due while a tick runs does not wait for the
 next tick, and no tick has to find it first).
 
-A held run stays leased, so no runner takes it meanwhile; a tick wakes the held runs early (a
-control may have skipped the step they wait for, or paused the run), and they look again.
+A held run stays leased, so no runner takes it meanwhile; a tick starting wakes the held runs
+early (``bus.TickStarted``: a control may have skipped the step they wait for, or paused the
+run), and they look again. This is the runner's hold policy (``context.HoldPolicy``): the drive
+asks it what to do with a wait, and it tells the bus when a drive outside the tick let its run
+go (``bus.DriveFinished``).
 
 A handed-over run is created leased to this runner, so no other runner touches it while it is
 driven here; if this process dies, the lease runs out and any runner's tick takes the run over
@@ -16,13 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 from runner import catalog
+from runner.bus import Closing, DriveFinished, Event, LocalEventBus, TickStarted
 from runner.db import retry_on_conflict
-from runner.engine.advance import Advancing
+from runner.engine import advance
+from runner.engine.context import EngineContext
 from runner.engine.core import Lease, TickReport, log
 from runner.lifecycle import Handover
 from runner.records import RunRecord, StepRecord
@@ -38,51 +43,52 @@ class DriveWatch:
     ended: RunStatus | None = None
 
 
-class InProcess(Advancing):
-    _detached: set[asyncio.Task[None]]
-    # Runs being driven here right now, for whoever waits to hear how each drive ends.
-    _drives: dict[int, DriveWatch]
-    _closing: bool
-    # Set (and replaced) by ``wake_held``: what a held run's sleep also waits on.
-    _wake_held: asyncio.Event
-    # Told when a drive outside the tick let its run go, as the tick's caller is after a tick
-    # (the bot posts the staff log lines it wrote).
-    after_drive: Callable[[], None] | None
+class InProcess:
+    def __init__(self, bus: LocalEventBus) -> None:
+        self._bus = bus
+        self._detached: set[asyncio.Task[None]] = set()
+        # Runs being driven here right now, for whoever waits to hear how each drive ends.
+        self._drives: dict[int, DriveWatch] = {}
+        self._closing = False
+        # Set (and replaced) on every wake: what a held run's sleep also waits on.
+        self._wake_held = asyncio.Event()
+        bus.subscribe(self._woken, {TickStarted, Closing})
 
-    def handover(self, first_action_id: str, now: dt.datetime) -> Handover | None:
+    def _woken(self, event: Event) -> None:
+        if isinstance(event, Closing):
+            self._closing = True
+        self.wake_held()
+
+    def handover(self, ctx: EngineContext, first_action_id: str, now: dt.datetime) -> Handover | None:
         if self._closing:
             return None
-        action = self.registry.get(first_action_id)
+        action = ctx.registry.get(first_action_id)
         budget = dt.timedelta(milliseconds=action.budget_ms if action else 1000)
-        margin = dt.timedelta(seconds=self.settings.step_lease_margin_seconds)
+        margin = dt.timedelta(seconds=ctx.settings.step_lease_margin_seconds)
         step_lease = now + budget + margin
-        run_lease = step_lease + dt.timedelta(seconds=self.settings.run_lease_seconds)
-        return Handover(self.owner, run_lease, step_lease, action.version if action else None)
+        run_lease = step_lease + dt.timedelta(seconds=ctx.settings.run_lease_seconds)
+        return Handover(ctx.owner, run_lease, step_lease, action.version if action else None)
 
-    def drive_started(self, started: catalog.StartedHere) -> None:
+    def drive_started(self, ctx: EngineContext, started: catalog.StartedHere) -> None:
         run = started.run
         assert run.claim_expires_at is not None
         lease = Lease(run.id, run.claim_expires_at, run.nudges)
         # ``handover`` leased the run for the step's lease plus a run lease: the step's is that.
-        step_lease = run.claim_expires_at - dt.timedelta(seconds=self.settings.run_lease_seconds)
+        step_lease = run.claim_expires_at - dt.timedelta(seconds=ctx.settings.run_lease_seconds)
         lease.claimed[started.steps[0].id] = step_lease
-        self._spawn(run.id, self._drive_here(lease, started))
+        self._spawn(run.id, self._drive_here(ctx, lease, started))
 
-    async def _drive_here(self, lease: Lease, started: catalog.StartedHere) -> None:
+    async def _drive_here(self, ctx: EngineContext, lease: Lease, started: catalog.StartedHere) -> None:
         async def drive() -> bool:
             report = TickReport()
-            await self._drive_and_release(
-                lease, report, run=started.run, open_steps=started.steps, claimed=True
+            await advance.drive_and_release(
+                ctx, lease, report, run=started.run, open_steps=started.steps, claimed=True
             )
             return True
 
-        async with self._gate:
-            await self._guarded(lease.run_id, TickReport(), drive())
-        self._told()
-
-    def _told(self) -> None:
-        if self.after_drive is not None:
-            self.after_drive()
+        async with ctx.gate:
+            await advance.guarded(ctx, lease.run_id, TickReport(), drive())
+        self._bus.publish(DriveFinished(lease.run_id))
 
     def _spawn(self, run_id: int, driving: Coroutine[Any, Any, None]) -> None:
         self._drives.setdefault(run_id, DriveWatch())
@@ -90,56 +96,51 @@ class InProcess(Advancing):
         self._detached.add(task)
         task.add_done_callback(self._detached.discard)
 
-    async def _hold_in_process(self, lease: Lease, wake: dt.datetime | None) -> bool:
-        seconds = self.settings.hold_in_process_seconds
+    async def hold(self, ctx: EngineContext, lease: Lease, wake: dt.datetime | None) -> bool:
+        seconds = ctx.settings.hold_in_process_seconds
         if seconds <= 0 or self._closing or wake is None or lease.known is None:
             return False
-        now = self.clock.now()
+        now = ctx.clock.now()
         if not now < wake <= now + dt.timedelta(seconds=seconds):
             return False
-        covered = wake + dt.timedelta(seconds=self.settings.step_lease_margin_seconds)
+        covered = wake + dt.timedelta(seconds=ctx.settings.step_lease_margin_seconds)
         if lease.until < covered:
-            until = wake + dt.timedelta(seconds=self.settings.run_lease_seconds)
-            if not await self._renew(lease.run_id, until):
+            until = wake + dt.timedelta(seconds=ctx.settings.run_lease_seconds)
+            if not await _renew(ctx, lease.run_id, until):
                 return False
             lease.until = until
-        self._spawn(lease.run_id, self._resume_at(lease, wake, lease.known))
+        self._spawn(lease.run_id, self._resume_at(ctx, lease, wake, lease.known))
         return True
 
-    @retry_on_conflict
-    async def _renew(self, run_id: int, until: dt.datetime) -> bool:
-        async with self.engine.begin() as conn:
-            return await run_leases.renew_claim(conn, run_id, self.owner, until)
-
     async def _resume_at(
-        self, lease: Lease, wake: dt.datetime, known: tuple[RunRecord, list[StepRecord]]
+        self, ctx: EngineContext, lease: Lease, wake: dt.datetime, known: tuple[RunRecord, list[StepRecord]]
     ) -> None:
         try:
-            woken_early = await self._sleep_until(wake)
+            woken_early = await self._sleep_until(ctx, wake)
         except asyncio.CancelledError:
             # Shutting down mid-wait: give the run back with its wake, for whoever runs next.
-            await asyncio.shield(self._release(lease, wake))
-            self._drive_ended(lease)
+            await asyncio.shield(advance.release(ctx, lease, wake))
+            self.drive_ended(lease)
             raise
         if self._closing:
             # Closing: a held run is given back with its wake at once, not slept through.
-            await self._release(lease, wake)
-            self._drive_ended(lease)
+            await advance.release(ctx, lease, wake)
+            self.drive_ended(lease)
             return
         run, open_steps = (None, None) if woken_early else known
 
         async def drive() -> bool:
-            await self._drive_and_release(lease, TickReport(), run=run, open_steps=open_steps)
+            await advance.drive_and_release(ctx, lease, TickReport(), run=run, open_steps=open_steps)
             return True
 
-        async with self._gate:
-            await self._guarded(lease.run_id, TickReport(), drive())
-        self._told()
+        async with ctx.gate:
+            await advance.guarded(ctx, lease.run_id, TickReport(), drive())
+        self._bus.publish(DriveFinished(lease.run_id))
 
-    async def _sleep_until(self, wake: dt.datetime) -> bool:
+    async def _sleep_until(self, ctx: EngineContext, wake: dt.datetime) -> bool:
         """Sleep until ``wake`` by the runner's clock; True if a tick woke the held runs first."""
         woken = self._wake_held
-        while (left := (wake - self.clock.now()).total_seconds()) > 0:
+        while (left := (wake - ctx.clock.now()).total_seconds()) > 0:
             if woken.is_set():
                 return True
             try:
@@ -150,18 +151,18 @@ class InProcess(Advancing):
         return False
 
     def wake_held(self) -> None:
-        """Every run held in process looks again now (the tick calls it: a control may have
-        changed what they wait for)."""
+        """Every run held in process looks again now (a control may have changed what they
+        wait for)."""
         self._wake_held.set()
         self._wake_held = asyncio.Event()
 
-    def _drive_ended(self, lease: Lease) -> None:
+    def drive_ended(self, lease: Lease) -> None:
         watch = self._drives.pop(lease.run_id, None)
         if watch is not None:
             watch.ended = RunStatus.COMPLETED if lease.ended else None
             watch.done.set()
 
-    async def until_ended(self, run_id: int, *, poll_seconds: float = 1.0) -> RunStatus:
+    async def until_ended(self, ctx: EngineContext, run_id: int, *, poll_seconds: float = 1.0) -> RunStatus:
         """Wait until the run has ended, and answer how. A drive in this process wakes the
         waiter the moment it lets the run go; an end anywhere else is seen within
         ``poll_seconds``."""
@@ -171,7 +172,7 @@ class InProcess(Advancing):
                 await watch.done.wait()
                 if watch.ended is not None:
                     return watch.ended
-            async with self.engine.connect() as conn:
+            async with ctx.engine.connect() as conn:
                 run = await runs_sql.get(conn, run_id)
             if run is None:
                 raise LookupError(f"no run {run_id}")
@@ -184,8 +185,7 @@ class InProcess(Advancing):
         """Stop taking runs over and let the drives in flight here finish (for up to
         ``grace_seconds``); any still going are cancelled, and give their runs back due now.
         Runs held for a wait are given back at once, with the wake they were waiting for."""
-        self._closing = True
-        self.wake_held()
+        self._bus.publish(Closing())
         pending = set(self._detached)
         if not pending:
             return
@@ -195,3 +195,9 @@ class InProcess(Advancing):
         if late:
             log.warning("stopped %d run drive(s) still in flight at shutdown", len(late))
             await asyncio.gather(*late, return_exceptions=True)
+
+
+@retry_on_conflict
+async def _renew(ctx: EngineContext, run_id: int, until: dt.datetime) -> bool:
+    async with ctx.engine.begin() as conn:
+        return await run_leases.renew_claim(conn, run_id, ctx.owner, until)

@@ -12,7 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from runner import catalog
 from runner.db import DATABASE_ERRORS, retry_on_conflict
 from runner.definitions import EventDefinition, ManualSchedule
-from runner.engine.core import DefinitionKey, RunnerBase, TickReport, log
+from runner.engine.context import EngineContext
+from runner.engine.core import DefinitionKey, StageResult, log
 from runner.errors import UnreadableDefinition
 from runner.lifecycle import move_run
 from runner.schedule import MAX_OCCURRENCES_PER_PASS, occurrences
@@ -24,64 +25,72 @@ from runner.states import RunStatus
 _TICK = dt.timedelta(microseconds=1)
 
 
-class Materialising(RunnerBase):
-    async def _materialise(self, report: TickReport) -> None:
-        now = self.clock.now()
-        async with self.engine.connect() as conn:
+class Materialise:
+    """Create the runs of upcoming occurrences of once and cron definitions."""
+
+    housekeeping = True
+
+    async def run(self, ctx: EngineContext) -> StageResult:
+        report = StageResult()
+        now = ctx.clock.now()
+        async with ctx.engine.connect() as conn:
             rows = await definitions_sql.list_for_materialising(conn)
         for row in rows:
             try:
-                ahead = await self._horizon(row)
+                ahead = await self._horizon(ctx, row)
                 until = now + dt.timedelta(seconds=ahead)
                 # Refreshed once less than the horizon minus half the lookahead is covered: with
                 # a reminder lead in the horizon, every reminder's run exists before its moment.
-                refresh_before = until - dt.timedelta(seconds=self.settings.lookahead_seconds / 2)
+                refresh_before = until - dt.timedelta(seconds=ctx.settings.lookahead_seconds / 2)
                 if row["materialised_until"] is not None and row["materialised_until"] > refresh_before:
                     continue
-                report.materialised += await self._materialise_definition(row, now, until)
+                report.materialised += await self._materialise_definition(ctx, row, now, until)
             except DATABASE_ERRORS:
                 raise
             except Exception as exc:
                 # One definition that cannot be worked out must not stop the tick for the rest.
                 report.errors.append(f"definition {row['key']}: {exc!r}")
-                if self._first_time(DefinitionKey(int(row["id"])), exc):
+                if ctx.errors.first_time(DefinitionKey(int(row["id"])), exc):
                     log.exception("definition %s: cannot materialise its occurrences", row["key"])
+        return report
 
-    async def _horizon(self, row: sa.RowMapping) -> float:
+    async def _horizon(self, ctx: EngineContext, row: sa.RowMapping) -> float:
         """How far ahead this definition's occurrences are created: the lookahead, further for a
         reminder's lead (its run must exist before the reminder is due) and for the Discord
         mirror's listing horizon. Read from the version cache: no query once cached."""
-        ahead = self.settings.lookahead_seconds
+        ahead = ctx.settings.lookahead_seconds
         if row["current_version_id"] is None:
             return ahead
         version_id = int(row["current_version_id"])
-        definition = self.versions.cached(version_id)
+        definition = ctx.versions.cached(version_id)
         if definition is None:
             try:
-                async with self.engine.connect() as conn:
-                    definition = await self.versions.get(conn, version_id)
+                async with ctx.engine.connect() as conn:
+                    definition = await ctx.versions.get(conn, version_id)
             except UnreadableDefinition:
                 # Worked out (and reported, once) by the materialise itself when it is due.
                 return ahead
         if definition.reminders:
             ahead = max(ahead, definition.longest_reminder_lead() + ahead / 2)
-        if definition.discord_event_settings(self.settings.list_by_default) is not None:
-            ahead = max(ahead, self.settings.listing_horizon_seconds)
+        if definition.discord_event_settings(ctx.settings.list_by_default) is not None:
+            ahead = max(ahead, ctx.settings.listing_horizon_seconds)
         return ahead
 
     @retry_on_conflict
-    async def _materialise_definition(self, row: sa.RowMapping, now: dt.datetime, until: dt.datetime) -> int:
+    async def _materialise_definition(
+        self, ctx: EngineContext, row: sa.RowMapping, now: dt.datetime, until: dt.datetime
+    ) -> int:
         """Create the runs of every occurrence in ``(materialised_until, until]``, each under the
         version that was in force at its moment, at most ``MAX_OCCURRENCES_PER_PASS`` at a time;
         the bookkeeping advances only as far as the pass really reached."""
         created = 0
         definition_id = int(row["id"])
-        async with self.engine.begin() as conn:
+        async with ctx.engine.begin() as conn:
             history = await definitions_sql.version_history(conn, definition_id)
             # ``occurrences`` works out ``(after, until]``: starting a tick before a publishing
             # instant keeps an occurrence at that very instant, which the open bound dropped.
             after = row["materialised_until"] or (history[0]["published_at"] - _TICK)
-            after = max(after, now - dt.timedelta(seconds=self.settings.lookback_seconds) - _TICK)
+            after = max(after, now - dt.timedelta(seconds=ctx.settings.lookback_seconds) - _TICK)
             remaining = MAX_OCCURRENCES_PER_PASS
             reached = until
             for index, version in enumerate(history):
@@ -91,7 +100,7 @@ class Materialising(RunnerBase):
                 upper = min(upper, until)
                 if lower >= upper:
                     continue
-                in_force = await self._version_in_force(conn, row, int(version["id"]))
+                in_force = await self._version_in_force(ctx, conn, row, int(version["id"]))
                 if in_force is None or isinstance(in_force.definition.schedule, ManualSchedule):
                     continue
                 taken = await run_occurrences.occurrences_taken(conn, definition_id, lower, upper)
@@ -129,29 +138,32 @@ class Materialising(RunnerBase):
             after = chunk[-1]
 
     async def _version_in_force(
-        self, conn: AsyncConnection, row: sa.RowMapping, version_id: int
+        self, ctx: EngineContext, conn: AsyncConnection, row: sa.RowMapping, version_id: int
     ) -> catalog.CurrentDefinition | None:
         """The definition as it was published in ``version_id``. An older version that today's
         rules cannot read is passed over (logged once): the current one must still be worked out.
         The current version's problems propagate, as before."""
         try:
-            definition = await self.versions.get(conn, version_id)
+            definition = await ctx.versions.get(conn, version_id)
         except UnreadableDefinition as exc:
             if version_id == int(row["current_version_id"]):
                 raise
-            if self._first_time(DefinitionKey(int(row["id"])), exc):
+            if ctx.errors.first_time(DefinitionKey(int(row["id"])), exc):
                 log.warning("definition %s: version %s cannot be read: %s", row["key"], version_id, exc)
             return None
         return catalog.CurrentDefinition(int(row["id"]), version_id, definition)
 
-    async def _mark_missed(self, report: TickReport) -> None:
-        report.missed += await self._mark_missed_transaction()
+
+class MarkMissed:
+    """Scheduled runs past their own definition's grace window are ``missed``."""
+
+    housekeeping = True
 
     @retry_on_conflict
-    async def _mark_missed_transaction(self) -> int:
-        now = self.clock.now()
+    async def run(self, ctx: EngineContext) -> StageResult:
+        now = ctx.clock.now()
         missed = 0
-        async with self.engine.begin() as conn:
+        async with ctx.engine.begin() as conn:
             for run_id in await run_leases.find_missed(conn, now):
                 run = await runs_sql.get(conn, run_id)
                 if run is None:
@@ -167,4 +179,4 @@ class Materialising(RunnerBase):
                     scheduled_for=run.scheduled_for,
                 ):
                     missed += 1
-        return missed
+        return StageResult(missed=missed)

@@ -15,7 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import retry_on_conflict
 from runner.definitions import REMINDERS_PHASE
-from runner.engine.core import RunnerBase, TickReport
+from runner.engine.context import EngineContext
+from runner.engine.core import StageResult, apply_on_failure, recover
 from runner.engine.reminders import STARTED_NOTE
 from runner.history import (
     ReminderFailed,
@@ -37,28 +38,31 @@ from runner.sql import steps as steps_sql
 from runner.states import Health, RunStatus, StepStatus
 
 
-class Reclaiming(RunnerBase):
-    async def _reclaim(self, report: TickReport) -> None:
-        outcome = await self._reclaim_transaction()
-        report.reclaimed += outcome.reclaimed
-        report.gave_up += outcome.failed
+class Reclaim:
+    """Hand back (or give up on) the steps of runners that died; drop their stale run leases."""
+
+    housekeeping = True
+
+    async def run(self, ctx: EngineContext) -> StageResult:
+        outcome = await self._reclaim_transaction(ctx)
+        return StageResult(reclaimed=outcome.reclaimed, gave_up=outcome.failed)
 
     @retry_on_conflict
-    async def _reclaim_transaction(self) -> step_leases.Reclaimed:
-        now = self.clock.now()
+    async def _reclaim_transaction(self, ctx: EngineContext) -> step_leases.Reclaimed:
+        now = ctx.clock.now()
         outcome = step_leases.Reclaimed(0, 0)
-        async with self.engine.begin() as conn:
+        async with ctx.engine.begin() as conn:
             stale = await step_leases.stale(conn, now)
             if stale:
                 outcome = await step_leases.reclaim_stale(
-                    conn, now, self.settings.max_attempts, step_ids=[s.id for s in stale]
+                    conn, now, ctx.settings.max_attempts, step_ids=[s.id for s in stale]
                 )
-                await self._after_reclaim(conn, stale, now)
+                await self._after_reclaim(ctx, conn, stale, now)
             await run_leases.reclaim_stale(conn, now)
         return outcome
 
     async def _after_reclaim(
-        self, conn: AsyncConnection, stale: Sequence[StaleStep], now: dt.datetime
+        self, ctx: EngineContext, conn: AsyncConnection, stale: Sequence[StaleStep], now: dt.datetime
     ) -> None:
         """Log what the reclaim did to each step and act on it. Which it was is read from the
         data the reclaim decided on: a spent step (``attempts`` as read before the reclaim, at
@@ -69,23 +73,28 @@ class Reclaiming(RunnerBase):
             if step is None:
                 continue
             if step.phase == REMINDERS_PHASE:
-                await self._reminder_reclaimed(conn, step, was.attempts, now)
+                await self._reminder_reclaimed(ctx, conn, step, was.attempts, now)
                 await run_leases.nudge(conn, step.run_id, now)
                 continue
-            if step.status is StepStatus.FAILED and was.attempts >= self.settings.max_attempts:
-                await self._gave_up(conn, step, now)
+            if step.status is StepStatus.FAILED and was.attempts >= ctx.settings.max_attempts:
+                await _gave_up(conn, step, now)
             elif step.status is StepStatus.CANCELLED:
                 await record(conn, step.run_id, StepCancelled(reason="run ended"), now, step_id=step.id)
             elif step.status is StepStatus.PENDING:
-                await self._handed_back(conn, step, now)
+                await _handed_back(ctx, conn, step, now)
             await run_leases.nudge(conn, step.run_id, now)
 
     async def _reminder_reclaimed(
-        self, conn: AsyncConnection, step: StepRecord, attempts_before: int, now: dt.datetime
+        self,
+        ctx: EngineContext,
+        conn: AsyncConnection,
+        step: StepRecord,
+        attempts_before: int,
+        now: dt.datetime,
     ) -> None:
         """A reminder's runner died: its failure never acts on the run (no ``on_failure``, no
         stall), and one handed back after its run started is skipped, never sent after the start."""
-        if step.status is StepStatus.FAILED and attempts_before >= self.settings.max_attempts:
+        if step.status is StepStatus.FAILED and attempts_before >= ctx.settings.max_attempts:
             await record(
                 conn, step.run_id, ReminderFailed(step_leases.GAVE_UP, step.attempts), now, step_id=step.id
             )
@@ -99,55 +108,60 @@ class Reclaiming(RunnerBase):
                     skipped = ReminderSkipped(ReminderSkip.RUN_STARTED)
                     await record(conn, step.run_id, skipped, now, step_id=step.id)
 
-    async def _gave_up(self, conn: AsyncConnection, step: StepRecord, now: dt.datetime) -> None:
-        await record(conn, step.run_id, StepFailed(step_leases.GAVE_UP), now, step_id=step.id)
-        await self._recover(conn, step.run_id, now)
-        await self._apply_on_failure(conn, step.run_id, step, step_leases.GAVE_UP, now)
 
-    async def _handed_back(self, conn: AsyncConnection, step: StepRecord, now: dt.datetime) -> None:
-        await record(conn, step.run_id, StepReclaimed(step.attempts), now, step_id=step.id)
-        reclaims = await health_sql.step_reclaims(conn, step.run_id, step.id)
-        if reclaims >= self.settings.stall_reclaims:
-            event = functools.partial(RunStalled, StallReason.RECLAIMED, step_id=step.id, reclaims=reclaims)
-            await self._stall(conn, step.run_id, now, event)
+async def _gave_up(conn: AsyncConnection, step: StepRecord, now: dt.datetime) -> None:
+    await record(conn, step.run_id, StepFailed(step_leases.GAVE_UP), now, step_id=step.id)
+    await recover(conn, step.run_id, now)
+    await apply_on_failure(conn, step.run_id, step, step_leases.GAVE_UP, now)
 
-    async def _mark_stalled(self, report: TickReport) -> None:
-        report.stalled += await self._mark_stalled_transaction()
+
+async def _handed_back(ctx: EngineContext, conn: AsyncConnection, step: StepRecord, now: dt.datetime) -> None:
+    await record(conn, step.run_id, StepReclaimed(step.attempts), now, step_id=step.id)
+    reclaims = await health_sql.step_reclaims(conn, step.run_id, step.id)
+    if reclaims >= ctx.settings.stall_reclaims:
+        event = functools.partial(RunStalled, StallReason.RECLAIMED, step_id=step.id, reclaims=reclaims)
+        await _stall(conn, step.run_id, now, event)
+
+
+class MarkStalled:
+    """Runs far past their wake that nobody holds are marked ``stalled``."""
+
+    housekeeping = True
 
     @retry_on_conflict
-    async def _mark_stalled_transaction(self) -> int:
+    async def run(self, ctx: EngineContext) -> StageResult:
         """Runs far past their wake that nobody holds. The advance that follows in this same tick
         usually moves them on (and ``_recover`` clears it); the two log lines then say how long
         the run stood still, which is what staff want to know after an outage."""
-        now = self.clock.now()
-        before = now - dt.timedelta(seconds=self.settings.stall_after_seconds)
+        now = ctx.clock.now()
+        before = now - dt.timedelta(seconds=ctx.settings.stall_after_seconds)
         stalled = 0
-        async with self.engine.begin() as conn:
+        async with ctx.engine.begin() as conn:
             for run in await health_sql.find_overdue(conn, now, before):
                 overdue = (now - run.wake_at).total_seconds()
                 event = functools.partial(
                     RunStalled, StallReason.OVERDUE, wake_at=run.wake_at, overdue_seconds=overdue
                 )
-                if await self._stall(conn, run.id, now, event, health=run.health):
+                if await _stall(conn, run.id, now, event, health=run.health):
                     stalled += 1
-        return stalled
+        return StageResult(stalled=stalled)
 
-    async def _stall(
-        self,
-        conn: AsyncConnection,
-        run_id: int,
-        now: dt.datetime,
-        event: Callable[[Health], RunStalled],
-        *,
-        health: Health | None = None,
-    ) -> bool:
-        """Mark the run stalled and log ``run.stalled`` once (with the health it had)."""
-        if health is None:
-            run = await runs_sql.get(conn, run_id)
-            if run is None:
-                return False
-            health = run.health
-        if health is Health.STALLED or not await health_sql.stall(conn, run_id, health, now):
+
+async def _stall(
+    conn: AsyncConnection,
+    run_id: int,
+    now: dt.datetime,
+    event: Callable[[Health], RunStalled],
+    *,
+    health: Health | None = None,
+) -> bool:
+    """Mark the run stalled and log ``run.stalled`` once (with the health it had)."""
+    if health is None:
+        run = await runs_sql.get(conn, run_id)
+        if run is None:
             return False
-        await record(conn, run_id, event(health), now)
-        return True
+        health = run.health
+    if health is Health.STALLED or not await health_sql.stall(conn, run_id, health, now):
+        return False
+    await record(conn, run_id, event(health), now)
+    return True

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import retry_on_conflict
-from runner.engine.core import RunnerBase, TickReport, log
+from runner.engine.context import EngineContext
+from runner.engine.core import StageResult, log
 from runner.history import Entry, Kind, ending_from
 from runner.sql import retention as retention_sql
 from runner.sql.retention import Summary
@@ -45,37 +46,45 @@ class Pruned:
     finished: int = 0
 
 
-class Pruning(RunnerBase):
-    # The last failure of a pass, so a failure that repeats every pass is logged once.
-    _prune_error: str | None
+class Prune:
+    """Prune the history of runs that ended longer ago than the retention period, after the
+    advance (pruning makes nothing due, so nothing due waits for it)."""
 
-    async def _prune(self, report: TickReport) -> None:
+    housekeeping = True
+
+    def __init__(self) -> None:
+        # The last failure of a pass, so a failure that repeats every pass is logged once.
+        self._prune_error: str | None = None
+
+    async def run(self, ctx: EngineContext) -> StageResult:
         """One pass. A failure is reported and logged (once while it repeats), never raised:
         pruning can always wait for the next pass, and the loop must not back off for it."""
-        keep = self.settings.keep_run_log_seconds
+        report = StageResult()
+        keep = ctx.settings.keep_run_log_seconds
         if keep <= 0:
-            return
+            return report
         try:
-            pruned = await self.prune_pass(self.clock.now() - dt.timedelta(seconds=keep))
+            pruned = await self.prune_pass(ctx, ctx.clock.now() - dt.timedelta(seconds=keep))
         except Exception as exc:
             text = f"{type(exc).__name__}: {exc}"
             report.errors.append(f"retention: {text}")
             if text != self._prune_error:
                 log.warning("retention pass failed (run history is kept until a pass succeeds): %s", text)
                 self._prune_error = text
-            return
+            return report
         self._prune_error = None
         report.pruned += pruned.rows
+        return report
 
-    async def prune_pass(self, cutoff: dt.datetime) -> Pruned:
+    async def prune_pass(self, ctx: EngineContext, cutoff: dt.datetime) -> Pruned:
         """One bounded pass: summarise a few runs that ended before ``cutoff``, then delete at
         most ``retention_batch`` rows of summarised runs per statement."""
-        summarised = await self._summarise(cutoff)
+        summarised = await self._summarise(ctx, cutoff)
         await asyncio.sleep(0)
-        run_ids = await self._being_pruned()
+        run_ids = await self._being_pruned(ctx)
         if not run_ids:
             return Pruned(summarised)
-        limit = self.settings.retention_batch
+        limit = ctx.settings.retention_batch
         rows = 0
         for delete in (
             retention_sql.delete_log_lines,
@@ -86,19 +95,19 @@ class Pruning(RunnerBase):
             # Between statements, whatever fell due meanwhile goes first (on SQLite a statement
             # runs on the event loop's thread, so a pass in one piece would hold it throughout).
             await asyncio.sleep(0)
-            deleted = await self._delete(delete, run_ids, limit)
+            deleted = await self._delete(ctx, delete, run_ids, limit)
             rows += deleted
             if deleted >= limit:
                 # There may be more of these rows: the next pass carries on from here.
                 return Pruned(summarised, rows)
         # Every statement found fewer rows than it could take: these runs are done.
-        finished = await self._mark_pruned(run_ids)
+        finished = await self._mark_pruned(ctx, run_ids)
         return Pruned(summarised, rows, finished)
 
-    async def _summarise(self, cutoff: dt.datetime) -> int:
+    async def _summarise(self, ctx: EngineContext, cutoff: dt.datetime) -> int:
         """Read outside any write transaction (ended runs' lines never change), then one short
         insert: on SQLite a write transaction holds the database's one writer lock throughout."""
-        async with self.engine.connect() as conn:
+        async with ctx.engine.connect() as conn:
             ended = [
                 run
                 for run in await retention_sql.ended_before(conn, cutoff, RUNS_PER_PASS)
@@ -107,27 +116,29 @@ class Pruning(RunnerBase):
             if not ended:
                 return 0
             summaries = await _summaries(conn, ended)
-        await self._insert_summaries(summaries)
+        await self._insert_summaries(ctx, summaries)
         return len(summaries)
 
     @retry_on_conflict
-    async def _insert_summaries(self, summaries: list[Summary]) -> None:
-        async with self.engine.begin() as conn:
-            await retention_sql.insert_summaries(conn, summaries, self.clock.now())
+    async def _insert_summaries(self, ctx: EngineContext, summaries: list[Summary]) -> None:
+        async with ctx.engine.begin() as conn:
+            await retention_sql.insert_summaries(conn, summaries, ctx.clock.now())
 
-    async def _being_pruned(self) -> list[int]:
-        async with self.engine.connect() as conn:
+    async def _being_pruned(self, ctx: EngineContext) -> list[int]:
+        async with ctx.engine.connect() as conn:
             return await retention_sql.being_pruned(conn, RUNS_PER_PASS)
 
     @retry_on_conflict
-    async def _delete(self, delete: retention_sql.Delete, run_ids: list[int], limit: int) -> int:
-        async with self.engine.begin() as conn:
+    async def _delete(
+        self, ctx: EngineContext, delete: retention_sql.Delete, run_ids: list[int], limit: int
+    ) -> int:
+        async with ctx.engine.begin() as conn:
             return await delete(conn, run_ids, limit)
 
     @retry_on_conflict
-    async def _mark_pruned(self, run_ids: list[int]) -> int:
-        async with self.engine.begin() as conn:
-            return await retention_sql.mark_pruned(conn, run_ids, self.clock.now())
+    async def _mark_pruned(self, ctx: EngineContext, run_ids: list[int]) -> int:
+        async with ctx.engine.begin() as conn:
+            return await retention_sql.mark_pruned(conn, run_ids, ctx.clock.now())
 
 
 async def _summaries(conn: AsyncConnection, ended: Sequence[retention_sql.Row]) -> list[Summary]:

@@ -5,16 +5,15 @@ misspell a key and every front end (the staff log, ``/event status``, ``runs``, 
 transcript) reads the same typed ``Entry``. The package is cut by role, and this module is its
 public face (importers name ``runner.history``, not the parts):
 
-- ``events``: what a line can say (``Actor``, ``Kind``, one dataclass per kind, ``parse_event``);
+- ``events``: what a line can say (one dataclass per kind, ``parse_event``), over the kinds and
+  the ``Actor`` of ``runner.kinds``, the leaf the statements share;
 - ``writer``: ``record``, ``written_together`` and its ``LineBatch``;
-- ``reader``: ``Entry``, ``entries_for_run``, ``entries_after``, ``how_run_ended``.
+- ``reader``: ``Entry``, ``entries_for_run``, ``entries_followed``, ``how_run_ended``.
 """
 
 from runner.history.events import (
-    Actor,
     Event,
     GenericEvent,
-    Kind,
     PhaseCompleted,
     PhaseStarted,
     ReminderFailed,
@@ -46,11 +45,12 @@ from runner.history.reader import (
     Entry,
     RunEnding,
     ending_from,
-    entries_after,
+    entries_followed,
     entries_for_run,
     how_run_ended,
 )
 from runner.history.writer import LineBatch, record, written_together
+from runner.kinds import Actor, Kind
 
 __all__ = [
     "Actor",
@@ -86,7 +86,7 @@ __all__ = [
     "StepRetry",
     "StepSkipped",
     "ending_from",
-    "entries_after",
+    "entries_followed",
     "entries_for_run",
     "how_run_ended",
     "parse_event",

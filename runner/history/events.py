@@ -17,43 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from runner.kinds import Kind
 from runner.states import Health, RunStatus
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who did something by hand: an id a front end can turn back into a mention (a Discord user
-    id; ``None`` for the command line, the schedule or a rehearsal) and a display name."""
-
-    id: str | None
-    name: str
-
-
-class Kind(enum.StrEnum):
-    RUN_CREATED = "run.created"
-    RUN_STATUS = "run.status"
-    RUN_BLOCKED = "run.blocked"
-    RUN_DEGRADED = "run.degraded"
-    RUN_STALLED = "run.stalled"
-    RUN_RECOVERED = "run.recovered"
-    RUN_REPOINTED = "run.repointed"
-    PHASE_STARTED = "phase.started"
-    PHASE_COMPLETED = "phase.completed"
-    STEP_DONE = "step.done"
-    STEP_PARKED = "step.parked"
-    STEP_RETRY = "step.retry"
-    STEP_FAILED = "step.failed"
-    STEP_CANCELLED = "step.cancelled"
-    STEP_RECLAIMED = "step.reclaimed"
-    STEP_REQUEUED = "step.requeued"
-    STEP_CONFIRMED = "step.confirmed"
-    STEP_SKIPPED = "step.skipped"
-    REMINDER_SENT = "reminder.sent"
-    REMINDER_SKIPPED = "reminder.skipped"
-    REMINDER_FAILED = "reminder.failed"
-    SIGNUP_PROMOTED = "signup.promoted"
-    SIGNUP_LATE_CANCEL = "signup.late_cancel"
-
 
 # ── Field codecs ──────────────────────────────────────────────────────────
 # Worked out from each field's annotation, once per class: a datetime is stored as an ISO

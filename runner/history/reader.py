@@ -9,7 +9,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from runner.history.events import Actor, Event, Kind, RunStatusChanged, parse_event
+from runner.history.events import Event, RunStatusChanged, parse_event
+from runner.kinds import Actor, Kind
 from runner.sql import retention as retention_sql
 from runner.sql import run_log as run_log_sql
 
@@ -53,8 +54,13 @@ async def entries_for_run(conn: AsyncConnection, run_id: int) -> Sequence[Entry]
     return [Entry.from_row(row) for row in await run_log_sql.for_run(conn, run_id)]
 
 
-async def entries_after(conn: AsyncConnection, last_id: int, limit: int = 100) -> Sequence[Entry]:
-    return [Entry.from_row(row) for row in await run_log_sql.after(conn, last_id, limit)]
+async def entries_followed(
+    conn: AsyncConnection, follower: run_log_sql.LogFollower, limit: int = 100
+) -> tuple[list[Entry], bool]:
+    """The lines ``follower`` has not delivered yet (``LogFollower.read``), as entries; and
+    whether more are waiting past them."""
+    rows, more = await follower.read(conn, limit)
+    return [Entry.from_row(row) for row in rows], more
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from runner.history.events import Actor, Event
+from runner.history.events import Event
+from runner.kinds import Actor
 from runner.sql import run_log as run_log_sql
 
 

@@ -1,10 +1,7 @@
-"""Statements on a run's reminders: steps of the run in phase ``REMINDERS_PHASE``.
-
-A reminder is delivered while its run is still ``scheduled`` (before the occurrence starts), so
-the engine's step statements (``runner.sql.step_leases``, whose claim and settle insist on a
-``running`` run) do not fit it: these are their counterparts, with the same shapes. The claim is
-the one writer of ``attempts`` here too, and the reclaim (``step_leases.reclaim_stale``) treats a
-reminder's lease like any other step's.
+"""Statements on a run's reminders: steps of the run in phase ``REMINDERS_PHASE``, created with
+the run, read, skipped and dropped here. A reminder is claimed and settled by the step
+statements (``runner.sql.step_leases``, ``reminder=True``), and the reclaim treats its lease like
+any other step's. When a reminder is due is ``runner.reminder_rules``'s to say.
 """
 
 from __future__ import annotations
@@ -19,22 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from runner.db import insert_ignore
 from runner.definitions import REMINDER_ACTION, REMINDERS_PHASE, EventDefinition
 from runner.records import StepRecord
+from runner.reminder_rules import moment_of, reminder_label
 from runner.schema import runs, steps
 from runner.sql.steps import new_idempotency_key
 from runner.states import OnFailure, RunStatus, StepStatus
-
-
-def reminder_label(definition: EventDefinition, seq: int) -> str:
-    reminder = definition.reminders[seq]
-    return reminder.label or f"Reminder, {reminder.shown_lead()} before"
-
-
-def moment_of(definition: EventDefinition, seq: int, starts_at: dt.datetime) -> dt.datetime | None:
-    """When reminder ``seq`` of an occurrence starting at ``starts_at`` is due; ``None`` when the
-    definition (a version published since) has no such reminder."""
-    if seq >= len(definition.reminders):
-        return None
-    return starts_at - dt.timedelta(seconds=definition.reminders[seq].before)
 
 
 def reminder_rows(
@@ -71,11 +56,6 @@ async def materialise(
         return 0
     result = await conn.execute(insert_ignore(conn, steps), rows)
     return max(result.rowcount, 0)
-
-
-def earliest_due(definition: EventDefinition, starts_at: dt.datetime) -> dt.datetime:
-    """A new run's first wake: its earliest reminder, or its start."""
-    return starts_at - dt.timedelta(seconds=definition.longest_reminder_lead())
 
 
 _PENDING = sa.and_(steps.c.phase == REMINDERS_PHASE, steps.c.status == StepStatus.PENDING)
@@ -121,97 +101,6 @@ async def claim_visit(
         return None
     nudges = (await conn.execute(sa.select(runs.c.nudges).where(runs.c.id == run_id))).scalar()
     return int(nudges or 0)
-
-
-async def claim(
-    conn: AsyncConnection,
-    step_id: int,
-    *,
-    run_id: int,
-    owner: str,
-    lease_until: dt.datetime,
-    now: dt.datetime,
-) -> bool:
-    """``pending -> running`` (leased, ``attempts + 1``), only if due and only while *our* lease
-    holds a run that is still ``scheduled``: a start or a cancel committed first wins."""
-    run_still_ours = (
-        sa.select(sa.literal(1))
-        .where(runs.c.id == run_id, runs.c.status == RunStatus.SCHEDULED, runs.c.claimed_by == owner)
-        .exists()
-    )
-    result = await conn.execute(
-        sa.update(steps)
-        .where(
-            steps.c.id == step_id,
-            steps.c.phase == REMINDERS_PHASE,
-            steps.c.status == StepStatus.PENDING,
-            sa.or_(steps.c.due_at.is_(None), steps.c.due_at <= now),
-            run_still_ours,
-        )
-        .values(
-            status=StepStatus.RUNNING,
-            attempts=steps.c.attempts + 1,
-            claimed_by=owner,
-            claim_expires_at=lease_until,
-            started_at=sa.func.coalesce(steps.c.started_at, now),
-            updated_at=now,
-        )
-    )
-    return result.rowcount == 1
-
-
-def _leased_by(step_id: int, owner: str) -> sa.ColumnElement[bool]:
-    return sa.and_(
-        steps.c.id == step_id,
-        steps.c.status == StepStatus.RUNNING,
-        steps.c.claimed_by == owner,
-        steps.c.claim_expires_at.is_not(None),
-    )
-
-
-async def finish(
-    conn: AsyncConnection,
-    step_id: int,
-    owner: str,
-    status: StepStatus,
-    now: dt.datetime,
-    *,
-    error: str | None = None,
-    result: Any = None,
-) -> bool:
-    """Settle a reminder we hold the lease of. Whatever the run did meanwhile: a message that
-    went out went out, and the row must say so (a cancel leaves a leased step to its runner)."""
-    values: dict[str, Any] = {
-        "status": status,
-        "finished_at": now,
-        "claimed_by": None,
-        "claim_expires_at": None,
-        "updated_at": now,
-        "last_error": error[:500] if error else None,
-    }
-    if result is not None:
-        values["result"] = result
-    outcome = await conn.execute(sa.update(steps).where(_leased_by(step_id, owner)).values(**values))
-    return outcome.rowcount == 1
-
-
-async def reschedule(
-    conn: AsyncConnection, step_id: int, owner: str, due_at: dt.datetime, error: str, now: dt.datetime
-) -> bool:
-    """A transient failure with attempts left: back to pending at ``due_at`` (``attempts`` kept)."""
-    outcome = await conn.execute(
-        sa.update(steps)
-        .where(_leased_by(step_id, owner))
-        .values(
-            status=StepStatus.PENDING,
-            due_at=due_at,
-            last_error=error[:500],
-            claimed_by=None,
-            claim_expires_at=None,
-            updated_at=now,
-        )
-    )
-    return outcome.rowcount == 1
 
 
 async def skip(conn: AsyncConnection, step_ids: Sequence[int], note: str, now: dt.datetime) -> list[int]:

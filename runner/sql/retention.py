@@ -29,8 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.definitions import REMINDERS_PHASE
-from runner.schema import listings, live_messages, run_log, run_summaries, runs, steps
-from runner.sql.listings import FINAL_STATUSES
+from runner.schema import LISTING_FINAL_STATUSES, listings, live_messages, run_log, run_summaries, runs, steps
 from runner.states import RUN_TERMINAL, STEP_OPEN
 
 Row = sa.RowMapping
@@ -211,7 +210,9 @@ async def delete_steps(conn: AsyncConnection, run_ids: Sequence[int], limit: int
 async def delete_listings(conn: AsyncConnection, run_ids: Sequence[int], limit: int) -> int:
     """Events-tab listings Discord is done with (a final pushed status): only scheduled runs
     are ever listed again, so an ended run's row is bookkeeping nobody reads."""
-    where = sa.and_(listings.c.run_id.in_(list(run_ids)), listings.c.pushed_status.in_(FINAL_STATUSES))
+    where = sa.and_(
+        listings.c.run_id.in_(list(run_ids)), listings.c.pushed_status.in_(LISTING_FINAL_STATUSES)
+    )
     return await _delete_bounded(conn, listings, listings.c.run_id, where, limit)
 
 

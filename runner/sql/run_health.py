@@ -9,7 +9,7 @@ import datetime as dt
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from runner.history import Kind
+from runner.kinds import Kind
 from runner.records import OverdueRun
 from runner.schema import run_log, runs
 from runner.states import RUN_IN_PROGRESS, Health

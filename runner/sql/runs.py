@@ -20,7 +20,7 @@ from runner.db import insert_ignore
 from runner.records import RunRecord
 from runner.schema import definitions, runs
 from runner.sql.run_concurrency import wake_waiters as wake_blocked
-from runner.states import RUN_IN_FLIGHT, RUN_TERMINAL, RunStatus
+from runner.states import RUN_IN_FLIGHT, RUN_TERMINAL, Health, RunStatus
 
 Row = sa.RowMapping
 
@@ -89,7 +89,7 @@ async def insert_leased(
         "version_id": version_id,
         "scope": scope,
         "status": RunStatus.RUNNING,
-        "health": "ok",
+        "health": Health.OK,
         "current_phase": phase,
         "scheduled_for": now,
         "occurrence_at": None,

@@ -1,6 +1,12 @@
 """The engine's statements on ``event_run_steps``: a step's lease is claimed, settled, parked
 or given back for a retry, holds are set on the next step, and the leases of runners that died
 are reclaimed. Each one matches only while the lease is ours (or, for the reclaim, run out).
+
+A reminder (a step of phase ``REMINDERS_PHASE``) goes through the same claim and settles
+(``reminder=True``): it is delivered while its run is still ``scheduled``, so its claim insists
+on that instead of ``running``, and its settle holds whatever the run did meanwhile (a message
+that went out went out, and the row must say so). The claim is the one writer of ``attempts``
+for both.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from runner.definitions import REMINDERS_PHASE
 from runner.records import StaleStep
 from runner.schema import runs, steps
 from runner.sql import step_guards as guards
@@ -21,21 +28,24 @@ from runner.states import RunStatus, StepStatus
 GAVE_UP = "gave up after repeated interruptions"
 
 
-def _claim_statement(with_version: bool) -> sa.Update:
+def _claim_statement(with_version: bool, reminder: bool) -> sa.Update:
+    # A phase's step is claimed while its run is ``running``; a reminder, before it starts.
     run_still_ours = (
         sa.select(sa.literal(1))
         .where(
             runs.c.id == sa.bindparam("b_run"),
-            runs.c.status == RunStatus.RUNNING,
+            runs.c.status == (RunStatus.SCHEDULED if reminder else RunStatus.RUNNING),
             runs.c.claimed_by == sa.bindparam("b_owner"),
         )
         .exists()
     )
     recorded: dict[str, Any] = {"action_version": sa.bindparam("b_version")} if with_version else {}
+    which = [steps.c.phase == REMINDERS_PHASE] if reminder else []
     return (
         sa.update(steps)
         .where(
             steps.c.id == sa.bindparam("b_step"),
+            *which,
             steps.c.status == StepStatus.PENDING,
             sa.or_(steps.c.due_at.is_(None), steps.c.due_at <= sa.bindparam("b_at")),
             run_still_ours,
@@ -54,7 +64,11 @@ def _claim_statement(with_version: bool) -> sa.Update:
 
 # The statements every step sends are built once, with bound parameters: building one per call
 # cost more Python than SQLite takes to run it (the compiled form is cached either way).
-_CLAIM = {True: _claim_statement(True), False: _claim_statement(False)}
+_CLAIM = {
+    (version, reminder): _claim_statement(version, reminder)
+    for version in (True, False)
+    for reminder in (True, False)
+}
 
 
 async def claim(
@@ -66,15 +80,17 @@ async def claim(
     lease_until: dt.datetime,
     now: dt.datetime,
     action_version: int | None = None,
+    reminder: bool = False,
 ) -> bool:
     """``pending -> running`` (leased), only if due and only while *our* lease holds a run that
-    is still ``running``. Folding the run's status into the claim is how a pause pressed
-    mid-batch stops the batch at the very next step, without a separate read. The version of
-    the action about to perform it is recorded (none when nobody registered the action)."""
+    is still ``running`` (a reminder's: still ``scheduled``, so a start or a cancel committed
+    first wins). Folding the run's status into the claim is how a pause pressed mid-batch stops
+    the batch at the very next step, without a separate read. The version of the action about
+    to perform it is recorded (none when nobody registered the action)."""
     parameters = {"b_step": step_id, "b_run": run_id, "b_owner": owner, "b_lease": lease_until, "b_at": now}
     if action_version is not None:
         parameters["b_version"] = action_version
-    result = await conn.execute(_CLAIM[action_version is not None], parameters)
+    result = await conn.execute(_CLAIM[action_version is not None, reminder], parameters)
     return result.rowcount == 1
 
 
@@ -132,23 +148,25 @@ async def finish(
     *,
     error: str | None = None,
     result: Any = None,
+    reminder: bool = False,
 ) -> bool:
-    """Settle a step we hold the lease of (``done`` or ``failed``)."""
+    """Settle a step we hold the lease of (``done`` or ``failed``); a reminder's whatever its
+    run did meanwhile."""
     parameters = {"b_step": step_id, "b_owner": owner, "b_status": status, "b_at": now}
     parameters["b_error"] = error[:500] if error else None
     if result is not None:
         parameters["b_result"] = result
-    outcome = await conn.execute(_FINISH[result is not None], parameters)
+    outcome = await conn.execute(_FINISH[result is not None, reminder], parameters)
     return outcome.rowcount == 1
 
 
-def _finish_statement(with_result: bool) -> sa.Update:
+def _finish_statement(with_result: bool, reminder: bool) -> sa.Update:
     ours = sa.and_(
         steps.c.id == sa.bindparam("b_step"),
         steps.c.status == StepStatus.RUNNING,
         steps.c.claimed_by == sa.bindparam("b_owner"),
         steps.c.claim_expires_at.is_not(None),
-        guards.run_settles,
+        *([] if reminder else [guards.run_settles]),
     )
     answered = {"result": sa.bindparam("b_result", type_=steps.c.result.type)} if with_result else {}
     return (
@@ -167,7 +185,11 @@ def _finish_statement(with_result: bool) -> sa.Update:
 
 
 # ``finish`` is ``_ours`` and ``_ended`` with bound parameters, built once (see ``_CLAIM``).
-_FINISH = {True: _finish_statement(True), False: _finish_statement(False)}
+_FINISH = {
+    (result, reminder): _finish_statement(result, reminder)
+    for result in (True, False)
+    for reminder in (True, False)
+}
 
 
 async def park(
@@ -193,13 +215,20 @@ async def cancel_on_ended_run(
 
 
 async def reschedule(
-    conn: AsyncConnection, step_id: int, owner: str, due_at: dt.datetime, error: str, now: dt.datetime
+    conn: AsyncConnection,
+    step_id: int,
+    owner: str,
+    due_at: dt.datetime,
+    error: str,
+    now: dt.datetime,
+    *,
+    reminder: bool = False,
 ) -> bool:
     """A transient failure with attempts left: back to pending at ``due_at``. ``attempts`` is
     untouched; the claim already counted this attempt."""
     outcome = await conn.execute(
         sa.update(steps)
-        .where(_ours(step_id, owner))
+        .where(_leased_by(step_id, owner) if reminder else _ours(step_id, owner))
         .values(
             status=StepStatus.PENDING,
             due_at=due_at,

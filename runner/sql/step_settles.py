@@ -10,7 +10,7 @@ import datetime as dt
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from runner.history import Actor
+from runner.kinds import Actor
 from runner.schema import steps
 from runner.sql import step_guards as guards
 from runner.states import StepStatus

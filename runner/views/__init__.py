@@ -7,8 +7,7 @@ read, and this module is its public face (front ends name ``runner.views``, not 
 - ``definitions``: the published events' listing, the schedule people read (``upcoming``), and
   the current definition a start preflights;
 - ``step_context``: ``step_describer``, where a step sits, for the text of its messages;
-- ``log``: a run's history and the run-log feed (``log_for_run``, ``latest_log_id``, ``log_after``);
-- ``live``: what a run's live message in the staff channel shows, and where it is (``live_message_of``);
+- ``log``: a run's history and the run-log feed (``log_for_run``, ``follow_log_from_now``, ``log_followed``);
 - ``health``: the database, the serving processes and the runs that are not well (``health``).
 """
 
@@ -20,18 +19,7 @@ from runner.views.definitions import (
     upcoming,
 )
 from runner.views.health import HealthReport, health
-from runner.views.live import (
-    HumanAction,
-    LiveMessages,
-    LiveRow,
-    LiveView,
-    PostedLink,
-    Waiting,
-    WaitKind,
-    live_message_of,
-    live_view,
-)
-from runner.views.log import latest_log_id, log_after, log_for_run
+from runner.views.log import follow_log_from_now, log_followed, log_for_run
 from runner.views.runs import (
     PhaseView,
     PrunedRun,
@@ -49,12 +37,7 @@ from runner.views.step_context import StepContext, step_describer
 __all__ = [
     "DefinitionSummary",
     "HealthReport",
-    "HumanAction",
-    "LiveMessages",
-    "LiveRow",
-    "LiveView",
     "PhaseView",
-    "PostedLink",
     "PrunedRun",
     "ReminderView",
     "RunSummary",
@@ -62,16 +45,12 @@ __all__ = [
     "StepContext",
     "StepView",
     "UpcomingEvent",
-    "WaitKind",
-    "Waiting",
     "current_definition",
+    "follow_log_from_now",
     "health",
-    "latest_log_id",
     "list_definitions",
     "list_runs",
-    "live_message_of",
-    "live_view",
-    "log_after",
+    "log_followed",
     "log_for_run",
     "reminders_of_run",
     "run_view",

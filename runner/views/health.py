@@ -35,6 +35,7 @@ from runner.heartbeat import dead_after
 from runner.migrate import alembic_config, current_revision
 from runner.sql import health_reads
 from runner.sql import processes as processes_sql
+from runner.states import Health, RunStatus
 
 # Round trips timed for the latency figure (the median is reported).
 LATENCY_SAMPLES = 3
@@ -111,8 +112,8 @@ class RunHealth:
     definition_key: str
     title: str
     scope: str
-    status: str
-    health: str
+    status: RunStatus
+    health: Health
     rehearsal: bool
     wake_at: dt.datetime | None
     last_error: str | None
@@ -138,7 +139,7 @@ class HealthReport:
 
     @property
     def stalled(self) -> list[RunHealth]:
-        return [r for r in self.unwell if r.health == "stalled"]
+        return [r for r in self.unwell if r.health == Health.STALLED]
 
     @property
     def oldest_overdue_seconds(self) -> float | None:
@@ -167,7 +168,7 @@ class HealthReport:
                     f"process {process.owner} ticks late: a tick started {duration_text(process.tick_lag_seconds)} "
                     "after it was due (is its host overloaded, or its event loop blocked?)"
                 )
-        stalled = sum(r.health == "stalled" for r in self.unwell)
+        stalled = sum(r.health == Health.STALLED for r in self.unwell)
         if stalled:
             found.append(
                 f"{_count(stalled, 'run')} stalled: nobody has advanced "
@@ -200,7 +201,7 @@ class HealthReport:
                 f"{len(dead)} processes have not been seen for a while (up to {duration_text(longest)}): "
                 "they stopped without closing, or hang"
             )
-        degraded = self.unwell_total - sum(r.health == "stalled" for r in self.unwell)
+        degraded = self.unwell_total - sum(r.health == Health.STALLED for r in self.unwell)
         if degraded > 0:
             found.append(
                 f"{_count(degraded, 'run')} degraded: a step failed or was retried, and the run carried on"
@@ -339,8 +340,8 @@ def _run(row: sa.RowMapping) -> RunHealth:
         definition_key=row["definition_key"],
         title=row["title"],
         scope=row["scope"],
-        status=str(row["status"]),
-        health=str(row["health"]),
+        status=RunStatus(row["status"]),
+        health=Health(row["health"]),
         rehearsal=bool(row["rehearsal"]),
         wake_at=row["wake_at"],
         last_error=row["last_error"],

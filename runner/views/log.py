@@ -1,4 +1,5 @@
-"""The run log as front ends read it: a run's history, and the feed of lines written since an id."""
+"""The run log as front ends read it: a run's history, and the feed of lines a follower has not
+delivered yet (``runner.sql.run_log.LogFollower``: each line once, even one committed late)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Sequence
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from runner import history
-from runner.sql import run_log
+from runner.sql.run_log import LogFollower
 
 
 async def log_for_run(engine: AsyncEngine, run_id: int) -> Sequence[history.Entry]:
@@ -16,13 +17,16 @@ async def log_for_run(engine: AsyncEngine, run_id: int) -> Sequence[history.Entr
         return await history.entries_for_run(conn, run_id)
 
 
-async def latest_log_id(engine: AsyncEngine) -> int:
+async def follow_log_from_now(engine: AsyncEngine) -> LogFollower:
     """Where a reader of the run log starts when it only wants what happens from now on."""
     async with engine.connect() as conn:
-        return await run_log.latest_id(conn)
+        return await LogFollower.from_now(conn)
 
 
-async def log_after(engine: AsyncEngine, last_id: int, *, limit: int = 100) -> Sequence[history.Entry]:
-    """Run-log lines written after ``last_id``, oldest first (the staff-log poster's feed)."""
+async def log_followed(
+    engine: AsyncEngine, follower: LogFollower, *, limit: int = 100
+) -> tuple[list[history.Entry], bool]:
+    """The lines ``follower`` has not delivered yet, oldest first (the staff log's feed), and
+    whether more are waiting; the reader says which it delivered (``follower.delivered``)."""
     async with engine.connect() as conn:
-        return await history.entries_after(conn, last_id, limit)
+        return await history.entries_followed(conn, follower, limit)

@@ -5,6 +5,7 @@ and its reminders (beside its phases, never one of them).
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,8 +22,15 @@ from runner.sql import reminders as reminders_sql
 from runner.sql import retention as retention_sql
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
-from runner.states import RUN_IN_FLIGHT, STEP_OPEN
+from runner.states import RUN_IN_FLIGHT, STEP_OPEN, Health, RunStatus, StepStatus
 from runner.views.definitions import unreadable_versions
+
+
+class Unreached(enum.StrEnum):
+    """The status shown for a step of the definition that has no row yet (its phase was not
+    entered): no step status, since no step is stored."""
+
+    NOT_REACHED = "not reached"
 
 
 @dataclass(frozen=True)
@@ -32,7 +40,7 @@ class StepView:
     seq: int
     label: str
     action_id: str
-    status: str
+    status: StepStatus | Unreached
     parked: bool
     due_at: dt.datetime | None
     attempts: int
@@ -67,8 +75,8 @@ class RunView:
     definition_key: str
     title: str
     scope: str
-    status: str
-    health: str
+    status: RunStatus
+    health: Health
     rehearsal: bool
     current_phase: str | None
     scheduled_for: dt.datetime
@@ -144,7 +152,7 @@ async def run_view(engine: AsyncEngine, run_id: int, versions: catalog.VersionCa
                         seq,
                         _label(label, action),
                         action,
-                        "not reached",
+                        Unreached.NOT_REACHED,
                         False,
                         None,
                         0,
@@ -200,8 +208,8 @@ def _from_row(
         definition_key=key,
         title=title,
         scope=run["scope"],
-        status=run["status"],
-        health=run["health"],
+        status=RunStatus(run["status"]),
+        health=Health(run["health"]),
         rehearsal=bool(run["rehearsal"]),
         current_phase=run["current_phase"],
         scheduled_for=run["scheduled_for"],
@@ -275,8 +283,8 @@ class RunSummary:
     definition_key: str
     title: str
     scope: str
-    status: str
-    health: str
+    status: RunStatus
+    health: Health
     rehearsal: bool
     scheduled_for: dt.datetime
     current_phase: str | None
@@ -304,8 +312,8 @@ async def list_runs(
             definition_key=r["definition_key"],
             title=r["definition_title"],
             scope=r["scope"],
-            status=r["status"],
-            health=r["health"],
+            status=RunStatus(r["status"]),
+            health=Health(r["health"]),
             rehearsal=bool(r["rehearsal"]),
             scheduled_for=r["scheduled_for"],
             current_phase=r["current_phase"],
@@ -325,7 +333,7 @@ class ReminderView:
     due_at: dt.datetime | None
     # pending, running (being sent), done (sent), skipped (late, or the event started first),
     # failed, cancelled (with its run).
-    status: str
+    status: StepStatus
     attempts: int
     last_error: str | None
     note: str | None

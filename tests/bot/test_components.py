@@ -22,7 +22,7 @@ def pressed(sim: Sim, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     # ``load_extension`` executes an extension's module afresh for each bot: the classes the
     # running bot registered are the ones in ``sys.modules`` now, not the ones imported above.
-    for module, name in (("bot.cues", "CueButton"), ("bot.cogs.events", "StartAnyway")):
+    for module, name in (("bot.cogs.cues", "CueButton"), ("bot.cogs.events", "StartAnyway")):
         item = getattr(sys.modules[module], name)
         assert sim.bot.extensions[module] is sys.modules[module]
         original = item.callback

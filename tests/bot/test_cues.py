@@ -4,7 +4,7 @@ through restarts and across processes."""
 from __future__ import annotations
 
 from bot.app import create_bot
-from bot.cues import CueButton
+from bot.cogs.cues import CueButton
 from bot.discord_delivery import DiscordDelivery
 from runner.controls import Controls
 from runner.history import Actor

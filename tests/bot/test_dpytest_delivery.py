@@ -22,8 +22,8 @@ from discord.ext import commands
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.discord_delivery import DiscordDelivery
+from bot.loops.staff_log import StaffLog
 from bot.rendering import REHEARSAL_MARK
-from bot.staff_log import StaffLog
 from runner import catalog
 from runner.clock import ManualClock
 from runner.definitions import EventDefinition

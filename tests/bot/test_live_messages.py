@@ -10,7 +10,7 @@ from typing import Any
 import discord
 import sqlalchemy as sa
 
-from bot.live_runs import EDIT_GAP
+from bot.loops.live_runs import EDIT_GAP
 from runner.schema import live_messages
 from tests.bot.conftest import TICK, Sim
 from tests.support.definitions import event, phase, wait
@@ -171,7 +171,7 @@ async def test_a_post_that_died_before_its_id_was_stored_is_posted_again_with_th
     """A process that claimed a run's message and died before storing the id Discord gave it
     leaves a row with no message: once its claim runs out, the next process posts with the same
     nonce (Discord then answers with the message already posted, within its dedupe window)."""
-    from runner.sql import live_messages as live_sql
+    from bridge.sql import live_messages as live_sql
 
     await sim.start_bot(sim.config.model_copy(update={"live_run_messages": False}))
     await sim.mod.slash(sim.staff, "event start", definition="raid")
@@ -292,9 +292,9 @@ async def test_fifty_runs_moving_at_once_stay_inside_the_channel_budget_and_lose
 async def test_at_most_max_open_runs_have_a_live_message_at_once(sim: Sim, monkeypatch: Any) -> None:
     """A start of many scopes posts live messages for the first MAX_OPEN runs only (the channel's
     budget would otherwise go to them for minutes); the others get none while those are open."""
-    import bot.live_runs
+    import bot.loops.live_runs
 
-    monkeypatch.setattr(bot.live_runs, "MAX_OPEN", 3)
+    monkeypatch.setattr(bot.loops.live_runs, "MAX_OPEN", 3)
     await sim.publish(
         event("crowd", phase("main", wait(600), wait(1)), title="Crowd", scopes=[f"s{n}" for n in range(5)])
     )
@@ -312,17 +312,9 @@ def test_a_live_message_fits_discords_limits_whatever_the_run_holds() -> None:
 
     from actions import limits
     from bot.live_render import live_embed
+    from bridge.live import HumanAction, LiveView, PostedLink, Waiting, WaitKind
     from runner.history import Actor
-    from runner.views import (
-        HumanAction,
-        LiveView,
-        PhaseView,
-        PostedLink,
-        RunView,
-        StepView,
-        Waiting,
-        WaitKind,
-    )
+    from runner.views import PhaseView, RunView, StepView
 
     at = dt.datetime(2026, 1, 1)
     huge = "x" * 5000

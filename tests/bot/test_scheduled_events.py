@@ -12,8 +12,8 @@ import discord
 import pytest
 import sqlalchemy as sa
 
-from bot.scheduled_events import Mirror, listing_status_line
-from runner.listings import ListingService
+from bot.loops.scheduled_events import Mirror, listing_status_line
+from bridge.listings import ListingService
 from runner.schema import listings, runs
 from runner.views import list_runs
 from tests.bot.conftest import TICK, Sim, make_config
@@ -156,6 +156,7 @@ async def test_two_processes_on_one_database_create_one_event(sim: Sim) -> None:
     handover) passes at the same moment as the first: one of them creates the event."""
     other = Mirror(
         sim.bot,
+        sim.bot.config,
         ListingService(
             sim.engine,
             sim.bot.services.versions,
@@ -163,7 +164,9 @@ async def test_two_processes_on_one_database_create_one_event(sim: Sim) -> None:
             "other-process",
             mirror_by_default=False,
         ),
+        lease=sim.bot.lease_for("events-mirror"),
         interval=TICK,
+        notice=sim.bot.staff_log.notice if sim.bot.staff_log else lambda text: None,
     )
     sim.bot.mirror.cancel()  # pass by hand, both at once
     await sim.publish(mirrored_spec(sim))
@@ -186,7 +189,7 @@ async def test_a_missing_manage_events_permission_is_reported_and_the_run_still_
     backend.edit_role(sim.guild.id, bot_role.id, {"permissions": perms.value})
     await sim.publish(mirrored_spec(sim))
     await sim.env.advance_time(TICK * 2)
-    line = await listing_status_line(sim.bot)
+    line = await listing_status_line(sim.bot.mirror)
     assert line is not None and "Manage Events" in line and "quiz" in line
     status = await sim.mod.slash(sim.staff, "event status")
     assert status.response.content == line, "/event status says so above its embed"

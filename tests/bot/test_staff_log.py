@@ -14,12 +14,14 @@ from typing import Any
 
 import discord
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from actions import limits, validation_registry
 from bot.channel_budget import MESSAGES_PER_WINDOW, WINDOW_SECONDS
 from bot.log_bursts import BURST, run_ranges, summarise
 from bot.log_lines import Line
-from bot.staff_log import StaffLog
+from bot.loops.staff_log import StaffLog
+from runner import history
 from runner.catalog import VersionCache
 from runner.clock import ManualClock
 from runner.engine import Runner, RunnerSettings
@@ -311,7 +313,15 @@ async def quiet_log(sim: Sim, events: int) -> StaffLog:
     start lines need two messages."""
     await sim.start_bot(make_config(sim.guild, sim.channels, sim.roles, live_run_messages=False))
     sim.bot.staff_log.cancel()
-    staff_log = StaffLog(sim.bot, sim.bot.config, sim.engine, VersionCache(), interval=TICK)
+    staff_log = StaffLog(
+        sim.bot,
+        sim.bot.config,
+        sim.engine,
+        VersionCache(),
+        interval=TICK,
+        budget=sim.bot.channel_budget,
+        clock=sim.bot.clock,
+    )
     await staff_log.prime()
     for index in range(events):
         await sim.publish(event(f"siege-{index}", phase("main", wait(3600)), title=f"{LONG_TITLE}{index}"))
@@ -451,3 +461,31 @@ def test_a_summary_names_runs_by_ranges_and_marks_a_rehearsal() -> None:
         "▶️ 6 runs of [REHEARSAL] **Raid** started on schedule: runs 1–3, 5–7, scopes s1, s2, s3, s5, s6, s7"
     )
     assert summary.entry_ids == (1, 2, 3, 5, 6, 7) and not summary.linked
+
+
+@pytest.mark.parametrize("backend", ["mariadb"])
+async def test_defect_stafflog_never_posts_a_line_committed_after_a_higher_id(
+    sim: Sim, engine: AsyncEngine
+) -> None:
+    """Before: on MariaDB a transaction that took a log id and committed after a later one had
+    been read was never posted (the cursor had moved past its id). Now the staff log, reading a
+    MariaDB run log where A takes an id, B the next and commits first, posts B, then A once A
+    commits, and neither twice. (The runs are not in that database: the lines name them by id.)"""
+    await sim.start_bot(make_config(sim.guild, sim.channels, sim.roles, live_run_messages=False))
+    sim.bot.staff_log.cancel()
+    staff_log = StaffLog(sim.bot, sim.bot.config, engine, VersionCache(), interval=TICK)
+    await staff_log.prime()
+    at = dt.datetime(2026, 1, 1, 12, 0)
+    async with engine.connect() as writer_a:
+        transaction_a = await writer_a.begin()
+        await history.record(writer_a, 901, history.RunDegraded("taken first, committed last"), at)
+        async with engine.begin() as writer_b:
+            await history.record(writer_b, 902, history.RunDegraded("taken second, committed first"), at)
+        await staff_log.post_new()
+        assert [line for line in log_lines(sim) if "committed" in line] != []
+        await transaction_a.commit()
+    for _ in range(3):
+        await staff_log.post_new()
+    lines = [words(line) for line in log_lines(sim) if "committed" in line]
+    assert len(lines) == 2 and len(set(lines)) == 2, lines
+    assert "committed first" in lines[0] and "committed last" in lines[1], lines

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import event
 
 from bot.errors import DATABASE_DOWN
-from bot.ticker import WakeableLoop
+from bot.loops.ticker import WakeableLoop
 from runner.engine import Runner
 from tests.bot.conftest import Sim
 

@@ -16,7 +16,7 @@ What this does not cover: the two "processes" share one event loop and one SQLAl
 (one SQLite file, one connection: two engines on one file wait for each other's write lock with
 real sleeps, which simcord's frozen clock never ends), so the claims' race is decided in the
 database, by which insert comes first, but never by two inserts truly at once; the statements'
-behaviour under concurrent connections, on MariaDB too, is in ``tests/runner/test_exclusive.py``.
+behaviour under concurrent connections, on MariaDB too, is in ``tests/bridge/test_exclusive.py``.
 The two deliveries arrive with no delay between them, and a process "dies" by losing its
 gateway feed and its loops (``Pair.kill``), not by a signal mid-statement.
 """
@@ -193,7 +193,7 @@ async def handled_once(pair: Pair, timing: Timing, bots: tuple[EventBot, ...]) -
     assert interaction_id in winner.interaction_gate.handled
     for other in bots:
         if other is not winner:
-            # The loser never let discord.py see it: no handler ran, so no request was made.
+            # The loser's checks (the tree's, the button's) refused it: no callback ran, no request was made.
             assert interaction_id not in other.interaction_gate.handled
     return winner, timing.ack_seconds(interaction_id)
 

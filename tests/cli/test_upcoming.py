@@ -216,7 +216,8 @@ def test_validate_prints_a_scheduled_events_next_three_occurrences(cli: Cli, tmp
     manual = write_yaml(tmp_path / "manual.yaml", event("by-hand"))
     result = cli("validate", path, manual)
     assert result.code == 0, result.out
-    ok_line, first, second, third, manual_line, total = result.lines
+    config_line, ok_line, first, second, third, manual_line, total = result.lines
+    assert config_line == "no config: channel and role aliases not checked"
     assert ok_line.startswith(f"ok    {path}: daily-quiz") and manual_line.startswith(f"ok    {manual}: ")
     assert first.startswith("      next: ") and first.endswith(NOON_TOKYO)
     assert all(line.startswith("            ") and line.endswith(NOON_TOKYO) for line in (second, third))

@@ -8,6 +8,7 @@ waits to commit, node 0 commits a write to the same row; node 1 then refuses our
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -20,7 +21,9 @@ from runner.db import CONFLICTS, create_engine
 from runner.engine import RunnerSettings
 from runner.registry import Envelope
 from runner.schema import runs, steps
+from runner.sql import run_log as run_log_sql
 from runner.sql import step_leases
+from runner.sql.run_log import LogFollower
 from tests.galera.conftest import GaleraDatabase
 from tests.support.actions import build_action
 from tests.support.galera_cluster import GaleraCluster
@@ -127,12 +130,12 @@ async def test_defect_galera_a_listing_pass_whose_commit_lost_a_conflict_still_p
     lost a conflict (another node wrote the listing first), the pass raised, its claim was
     rolled back, and the cursor had already moved past the change, so a cancelled occurrence
     stayed listed as scheduled in Discord."""
+    from bridge.listings import ListingService, ListingStatus
     from runner import catalog
     from runner.clock import ManualClock
     from runner.controls import Controls
-    from runner.listings import ListingService, ListingStatus
     from runner.schema import listings
-    from tests.runner.test_listings import HOUR, T0, occurrence, published, spec
+    from tests.bridge.test_listings import HOUR, T0, occurrence, published, spec
 
     engine = create_engine(galera_database.urls[1])
     try:
@@ -178,7 +181,7 @@ async def test_defect_galera_a_publish_that_lost_a_conflict_at_commit_is_retried
     publishing failed with a raw 1213."""
     from runner.schema import runs as runs_table
     from runner.schema import versions
-    from tests.runner.test_listings import HOUR, T0, occurrence, published, spec
+    from tests.bridge.test_listings import HOUR, T0, occurrence, published, spec
 
     engine = create_engine(galera_database.urls[1])
     try:
@@ -254,3 +257,56 @@ async def test_defect_galera_a_pause_committed_on_another_node_stops_a_claim_wai
         assert {s["status"] for s in await world.steps_of(run_id)} == {"pending"}
     finally:
         await engine.dispose()
+
+
+async def test_defect_galera_a_log_line_taken_on_one_node_and_committed_after_a_higher_id_of_another_is_read_once(
+    galera_database: GaleraDatabase,
+) -> None:
+    """Each node takes log ids of its own residue (``auto_increment_increment``): a line taken
+    on one node may commit after a higher id taken on another was read. The run log's follower
+    (``runner.sql.run_log.LogFollower``, reading on node 1) delivers the higher first, then the
+    lower once it commits, and neither twice."""
+    at = dt.datetime(2026, 1, 1, 12, 0)
+    engines = [create_engine(url) for url in galera_database.urls[:2]]
+    reader = engines[1]
+    delivered: list[str] = []
+
+    async def read(follower: LogFollower) -> None:
+        async with reader.connect() as conn:
+            rows, _more = await follower.read(conn, 100)
+        follower.delivered(int(r["id"]) for r in rows)
+        delivered.extend(str(r["kind"]) for r in rows)
+
+    async def until_delivered(follower: LogFollower, count: int) -> None:
+        # Another node's COMMIT is applied here a moment later: read until it is.
+        for _ in range(100):
+            await read(follower)
+            if len(delivered) >= count:
+                return
+            await asyncio.sleep(0.05)
+
+    try:
+        async with reader.connect() as conn:
+            follower = await LogFollower.from_now(conn)
+        writers = [await engine.connect() for engine in engines]
+        try:
+            transactions = [await writer.begin() for writer in writers]
+            taken = []
+            for node, writer in enumerate(writers):
+                await run_log_sql.write_many(writer, [run_log_sql.line(1, f"node {node}", at)])
+                taken.append(int((await writer.exec_driver_sql("SELECT LAST_INSERT_ID()")).scalar() or 0))
+            lower, higher = sorted(range(2), key=lambda node: taken[node])
+            assert taken[lower] < taken[higher]
+            await transactions[higher].commit()
+            await until_delivered(follower, 1)
+            assert delivered == [f"node {higher}"]
+            await transactions[lower].commit()
+        finally:
+            for writer in writers:
+                await writer.close()
+        await until_delivered(follower, 2)
+        await read(follower)
+        assert delivered == [f"node {higher}", f"node {lower}"]
+    finally:
+        for engine in engines:
+            await engine.dispose()

@@ -52,9 +52,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from actions import validation_registry
 from bot.app import EventBot, create_bot, sync_tree
+from bot.cogs.cues import cue_view
 from bot.cogs.events import StartAnyway
-from bot.cues import cue_view
-from bot.live_runs import EDIT_GAP
+from bot.loops.live_runs import EDIT_GAP
 from bot.starting import ALL_SCOPES
 from runner import catalog, definitions
 from runner.schema import metadata

@@ -87,9 +87,10 @@ def test_every_kind_has_one_event_class() -> None:
 
 
 async def test_record_and_the_reader_round_trip_the_actor_and_the_event(world: World) -> None:
-    """What ``record`` writes, ``entries_for_run`` / ``entries_after`` read back: the typed
+    """What ``record`` writes, ``entries_for_run`` / ``entries_followed`` read back: the typed
     event, and the actor as an id and a name (no "name (id)" string to take apart)."""
-    from runner.history import Actor, StepSkipped, entries_after, entries_for_run, record
+    from runner.history import Actor, StepSkipped, entries_followed, entries_for_run, record
+    from runner.sql.run_log import LogFollower
 
     run_id = await world.seed_run([phase("main", step("test.noop"))])
     ana = Actor("123456789012345678", "ana")
@@ -98,7 +99,7 @@ async def test_record_and_the_reader_round_trip_the_actor_and_the_event(world: W
         await record(conn, run_id, RunStatusChanged(RunStatus.PAUSED, from_=RunStatus.RUNNING), AT)
     async with world.engine.connect() as conn:
         mine = (await entries_for_run(conn, run_id))[-2:]
-        after = await entries_after(conn, mine[0].id - 1)
+        after, _more = await entries_followed(conn, LogFollower(mine[0].id - 1))
     assert [(e.kind, e.actor, e.event) for e in mine] == [
         ("step.skipped", ana, StepSkipped("not needed")),
         ("run.status", None, RunStatusChanged(RunStatus.PAUSED, from_=RunStatus.RUNNING)),

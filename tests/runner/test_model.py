@@ -48,6 +48,7 @@ from runner.controls import ControlResult, Controls
 from runner.db import create_engine
 from runner.definitions import EventDefinition
 from runner.engine import Runner, RunnerSettings
+from runner.engine.advance import Advance
 from runner.registry import Action, ActionRegistry, Envelope
 from runner.schema import RUN_IN_FLIGHT, metadata, steps
 from tests.conftest import IN_CI
@@ -148,6 +149,20 @@ STEP_FILTERS = ("parked", "pending", "parked", "failed", "leased", "any", "missi
 SECONDS = st.sampled_from((1, 16, 31, 61, 300, 901, 1, 5, 31, 3600, 13 * 3600, 6 * 3600, 86_400))
 
 
+class CountedAdvance(Advance):
+    """The real advance stage, counting the runs it is advancing for its runner."""
+
+    def __init__(self, runner: ModelRunner) -> None:
+        self.runner = runner
+
+    async def advance_one(self, ctx: Any, run: Any, report: Any) -> bool:
+        self.runner.active += 1
+        try:
+            return await super().advance_one(ctx, run, report)
+        finally:
+            self.runner.active -= 1
+
+
 class ModelRunner(Runner):
     """The real runner, counting the runs it is advancing: a runner whose only runs still in hand
     are dispatches that will never return is dropped, and the machine stops waiting for it."""
@@ -156,13 +171,8 @@ class ModelRunner(Runner):
         super().__init__(*args, **kwargs)
         self.active = 0
         self.blocked = 0
-
-    async def _advance(self, row: Any, report: Any) -> bool:
-        self.active += 1
-        try:
-            return await super()._advance(row, report)
-        finally:
-            self.active -= 1
+        self.advance = CountedAdvance(self)
+        self.stages = tuple(self.advance if isinstance(stage, Advance) else stage for stage in self.stages)
 
     def frozen(self) -> bool:
         return self.blocked > 0 and self.active == self.blocked
@@ -370,7 +380,7 @@ class RunnerMachine(RuleBasedStateMachine):
             result = await c.skip(target, actor=ACTOR)
         else:
             verb = kind.removeprefix("click_")
-            # What the cue button handler (bot/cues.py ``click``) calls: the cue-only control
+            # What the cue button handler (bot/cogs/cues.py ``click``) calls: the cue-only control
             # where the controls have one, else confirm / skip as the handler used to.
             settle_cue = getattr(c, "settle_cue", None)
             if settle_cue is not None:

@@ -13,12 +13,12 @@ import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bridge.live import LiveMessages, live_view
 from runner import history, views
 from runner.engine import RunnerSettings
 from runner.history import Actor
 from runner.registry import Envelope
 from runner.schema import definitions, run_log, run_summaries, steps
-from runner.views import LiveMessages
 from tests.support.actions import build_action
 from tests.support.definitions import event
 from tests.support.world import T0, World, phase, step
@@ -104,7 +104,7 @@ async def test_an_old_ended_run_loses_its_history_and_keeps_who_started_it_how_i
     async with engine.connect() as conn:
         ending = await history.how_run_ended(conn, cancelled, "cancelled", None)
     assert ending.by == BOB and ending.why == "rained off"
-    live = await views.live_view(engine, cancelled, world.runner.versions, world.clock.now())
+    live = await live_view(engine, cancelled, world.runner.versions, world.clock.now())
     assert live is not None and live.ending is not None and live.ending.by == BOB
     listed = {r.id: r.status for r in await views.list_runs(engine, limit=10)}
     assert listed == {
@@ -167,24 +167,26 @@ async def test_each_pass_is_a_bounded_batch_of_short_statements(engine: AsyncEng
 async def test_a_cursor_reader_reads_every_line_written_after_a_prune_that_took_the_newest_run(
     engine: AsyncEngine,
 ) -> None:
-    """Readers that follow the log by id (the staff log, the live messages) hold a cursor at the
+    """Readers that follow the log by id (the staff log, the live messages) hold a floor at the
     newest line. Pruning the run that wrote it must not let a new line take an id at or below
     that cursor (SQLite numbers a new row one past the largest id left), or the reader would
     skip it: the newest line of the table is kept."""
     world = await _world(engine)
     old = await _start(world, "old", "test.noop", "test.noop")
-    cursor = await views.latest_log_id(engine)
-    old_step_ids = [s["id"] for s in await world.steps_of(old)]
+    follower = await views.follow_log_from_now(engine)
     live = LiveMessages(engine, "test")
+    live_follower = await live.follow_from_now()
+    cursor = follower.floor
+    old_step_ids = [s["id"] for s in await world.steps_of(old)]
     world.clock.set(T0 + dt.timedelta(days=40))
     await _prune_all(world, T0 + dt.timedelta(days=1))
 
     new = await _start(world, "new", "test.noop")
 
-    fed = await views.log_after(engine, cursor)
+    fed, _more = await views.log_followed(engine, follower)
     assert fed and {entry.run_id for entry in fed} == {new} and fed[0].kind == "run.created"
     assert all(entry.id > cursor for entry in fed)
-    changes = await live.changes_after(cursor)
+    changes = await live.changes(live_follower)
     assert changes.run_ids == [new]
     assert min(s["id"] for s in await world.steps_of(new)) > max(old_step_ids), (
         "a new step never takes a pruned step's id (a stale cue button names step ids)"

@@ -7,6 +7,7 @@ import sqlalchemy as sa
 from runner import history, views
 from runner.history import Actor
 from runner.schema import run_log
+from runner.sql.run_log import LogFollower
 from tests.support.world import T0, World, phase, step
 
 
@@ -36,5 +37,5 @@ async def test_a_runs_history_reads_as_typed_entries_in_order(world: World) -> N
     moves = [(e.event.from_, e.event.to) for e in entries if isinstance(e.event, history.RunStatusChanged)]
     assert moves[0] == ("scheduled", "starting") and moves[-1] == ("ending", "completed")
     assert [e.id for e in entries] == sorted(e.id for e in entries)
-    after = await views.log_after(world.engine, entries[0].id, limit=2)
-    assert [e.id for e in after] == [e.id for e in entries[1:3]]
+    after, more = await views.log_followed(world.engine, LogFollower(entries[0].id), limit=2)
+    assert [e.id for e in after] == [e.id for e in entries[1:3]] and more

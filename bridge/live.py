@@ -1,10 +1,10 @@
-"""A run's live message as the runner sees it, with no Discord in it: where the run is (phase *i*
+"""A run's live message as the store tells it, with no Discord in it: where the run is (phase *i*
 of *n*, the current step), what it waits for and until when, the last thing a person did to it,
 where its steps posted (channel and message ids) and, once it is over, how it ended; and where
 its live message is.
 
 The bot renders ``LiveView`` as the embed it keeps edited in the staff channel
-(``bot.live_runs``); the staff log links a run's lines to ``live_message_of``.
+(``bot.loops.live_runs``); the staff log links a run's lines to ``live_message_of``.
 
 What counts as "the last human action": a start by a person (not the schedule), a pause,
 resume, cancel or retry control, and a cue's Confirm or Skip, each with the actor its run-log
@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bridge.sql import live_messages as live_sql
 from runner import catalog, history
 from runner.db import retry_on_conflict
 from runner.history import Actor, Entry, RunEnding
 from runner.records import RunRecord
-from runner.sql import live_messages as live_sql
 from runner.sql import run_log as run_log_sql
 from runner.sql import runs as runs_sql
-from runner.states import RUN_TERMINAL, RunStatus
+from runner.states import RUN_TERMINAL, STEP_OPEN, RunStatus, StepStatus
 from runner.views.runs import RunView, StepView, run_view, step_name
 
 # The actor the schedule starts its occurrences as: a start, but nobody's hand.
@@ -149,10 +149,10 @@ def build_live_view(
 def _current_step(steps: Sequence[StepView]) -> StepView | None:
     """The step the phase is at: its first open one, or (paused after a failure) the failed one
     furthest along."""
-    open_ = [s for s in steps if s.id is not None and s.status in ("pending", "running")]
+    open_ = [s for s in steps if s.id is not None and s.status in STEP_OPEN]
     if open_:
         return open_[0]
-    failed = [s for s in steps if s.status == "failed"]
+    failed = [s for s in steps if s.status == StepStatus.FAILED]
     return failed[-1] if failed else None
 
 
@@ -179,9 +179,9 @@ def _waiting(
         return None
     if step.parked:
         return Waiting(WaitKind.GM)
-    if step.status == "running":
+    if step.status == StepStatus.RUNNING:
         return Waiting(WaitKind.ACTION)
-    if step.status == "pending" and step.due_at is not None and step.due_at > now:
+    if step.status == StepStatus.PENDING and step.due_at is not None and step.due_at > now:
         if step.attempts > 0 and step.last_error:
             return Waiting(WaitKind.RETRY, until=step.due_at, error=step.last_error)
         return Waiting(WaitKind.WAIT, until=step.due_at)
@@ -247,7 +247,7 @@ def _posted(run: RunView) -> list[PostedLink]:
 
 # ── The message's own bookkeeping ────────────────────────────────────────────
 # The one place a front end writes here: the row is the live message's, not the run's, and
-# every statement is in ``runner.sql.live_messages``.
+# every statement is in ``bridge.sql.live_messages``.
 
 
 @dataclass(frozen=True)
@@ -275,8 +275,9 @@ def _row(row: sa.RowMapping) -> LiveRow:
 
 @dataclass(frozen=True)
 class Changes:
+    """The runs the run log says moved since the last read, and whether more lines wait."""
+
     run_ids: list[int]
-    cursor: int
     more: bool
 
 
@@ -290,17 +291,17 @@ class LiveMessages:
         self.engine = engine
         self.owner = owner
 
-    async def latest_log_id(self) -> int:
+    async def follow_from_now(self) -> run_log_sql.LogFollower:
         async with self.engine.connect() as conn:
-            return await run_log_sql.latest_id(conn)
+            return await run_log_sql.LogFollower.from_now(conn)
 
-    async def changes_after(self, cursor: int) -> Changes:
+    async def changes(self, follower: run_log_sql.LogFollower) -> Changes:
+        """The runs of the lines ``follower`` had not delivered (delivered now: a run once
+        marked to look at is looked at until its message is right)."""
         async with self.engine.connect() as conn:
-            rows = await live_sql.changes_after(conn, cursor, self.CHANGES_LIMIT)
-        if not rows:
-            return Changes([], cursor, False)
-        ids = list(dict.fromkeys(int(r["run_id"]) for r in rows))
-        return Changes(ids, int(rows[-1]["id"]), len(rows) >= self.CHANGES_LIMIT)
+            rows, more = await follower.read(conn, self.CHANGES_LIMIT, ("run_id",))
+        follower.delivered(int(r["id"]) for r in rows)
+        return Changes(list(dict.fromkeys(int(r["run_id"]) for r in rows)), more)
 
     async def to_reconcile(self, limit: int) -> list[int]:
         """At start: every message not closed yet, and the runs in flight that have none."""

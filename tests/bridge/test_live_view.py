@@ -1,4 +1,4 @@
-"""What a run's live message shows, read without Discord (``runner.views.live``), and where
+"""What a run's live message shows, read without Discord (``bridge.live``), and where
 the message is (``live_message_of``, which the staff log links to)."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import datetime as dt
 
 import sqlalchemy as sa
 
-from runner import views
+from bridge.live import LiveView, PostedLink, Waiting, WaitKind, live_message_of, live_view
+from bridge.sql import live_messages as live_sql
 from runner.history import Actor
 from runner.schema import run_log
-from runner.sql import live_messages as live_sql
 from tests.support.world import T0, World, later, phase, step
 
 
@@ -19,11 +19,11 @@ async def test_live_message_of_names_the_posted_message_only(world: World) -> No
     deleted); the channel and message ids once the post is stored."""
     world.register(world.scripted.action("test.noop"))
     run_id = await world.seed_run([phase("main", step("test.noop"))])
-    assert await views.live_message_of(world.engine, run_id) is None
+    assert await live_message_of(world.engine, run_id) is None
     async with world.engine.begin() as conn:
         assert await live_sql.claim_new(conn, run_id, "42", "me", T0, T0)
         assert not await live_sql.claim_new(conn, run_id, "42", "other", T0, T0), "one row per run"
-    assert await views.live_message_of(world.engine, run_id) is None
+    assert await live_message_of(world.engine, run_id) is None
     async with world.engine.begin() as conn:
         assert not await live_sql.store_posted(
             conn, run_id, "other", message_id="7", digest="d", closed=False, now=T0
@@ -31,16 +31,16 @@ async def test_live_message_of_names_the_posted_message_only(world: World) -> No
         assert await live_sql.store_posted(
             conn, run_id, "me", message_id="7", digest="d", closed=False, now=T0
         )
-    assert await views.live_message_of(world.engine, run_id) == (42, 7)
+    assert await live_message_of(world.engine, run_id) == (42, 7)
     async with world.engine.begin() as conn:
         await live_sql.forget_message(conn, run_id, "7", T0)
         row = await live_sql.get(conn, run_id)
-    assert await views.live_message_of(world.engine, run_id) is None
+    assert await live_message_of(world.engine, run_id) is None
     assert row is not None and row["posts"] == 1, "the next post's nonce differs from the deleted one's"
 
 
-async def live(world: World, run_id: int, at: dt.datetime = T0) -> views.LiveView:
-    view = await views.live_view(world.engine, run_id, world.runner.versions, at)
+async def live(world: World, run_id: int, at: dt.datetime = T0) -> LiveView:
+    view = await live_view(world.engine, run_id, world.runner.versions, at)
     assert view is not None
     return view
 
@@ -66,7 +66,7 @@ async def test_the_live_view_tells_the_phase_the_step_the_gm_it_waits_for_and_wh
     cue_id = view.run.phases[0].steps[0].id
     assert (view.phase_index, view.phase_count, view.phase_label) == (1, 2, "Doors")
     assert view.step == f"step {cue_id} (Open the gates)"
-    assert view.waiting == views.Waiting(views.WaitKind.GM)
+    assert view.waiting == Waiting(WaitKind.GM)
     assert view.last_action is not None and view.last_action.what == "start"
     assert view.last_action.by == Actor(None, "seed")
 
@@ -96,14 +96,14 @@ async def test_a_retry_shows_its_time_and_error_and_a_pause_says_by_whom_or_afte
     await world.tick(T0)
     view = await live(world, run_id)
     waiting = view.waiting
-    assert waiting is not None and waiting.kind is views.WaitKind.RETRY
+    assert waiting is not None and waiting.kind is WaitKind.RETRY
     assert waiting.until is not None and waiting.until > T0
     assert waiting.error is not None and "500" in waiting.error
 
     await world.tick(waiting.until)  # the retry fails for good: on_failure pauses the run
     view = await live(world, run_id, waiting.until)
     assert view.run.status == "paused"
-    assert view.waiting is not None and view.waiting.kind is views.WaitKind.PAUSED
+    assert view.waiting is not None and view.waiting.kind is WaitKind.PAUSED
     assert view.waiting.by is None and "Missing Access" in (view.waiting.error or "")
     assert view.step is not None and view.step.startswith("step ")
 
@@ -111,7 +111,7 @@ async def test_a_retry_shows_its_time_and_error_and_a_pause_says_by_whom_or_afte
     assert (await world.controls.retry(run_id, actor=mod)).ok
     assert (await world.controls.pause(run_id, actor=mod)).ok
     view = await live(world, run_id, waiting.until)
-    assert view.waiting == views.Waiting(views.WaitKind.PAUSED, by=mod)
+    assert view.waiting == Waiting(WaitKind.PAUSED, by=mod)
     assert view.last_action is not None and (view.last_action.what, view.last_action.by) == ("pause", mod)
 
 
@@ -130,7 +130,7 @@ async def test_a_blocked_run_names_the_run_holding_its_key_and_the_schedule_is_n
     assert view.run.status == "scheduled"
     async with world.engine.connect() as conn:
         assert await live_sql.followable(conn, waiting), "blocked: staff see why it has not started"
-    assert view.waiting == views.Waiting(views.WaitKind.BLOCKED, holder_run_id=holder, key="invasion:Yew")
+    assert view.waiting == Waiting(WaitKind.BLOCKED, holder_run_id=holder, key="invasion:Yew")
 
     async with world.engine.begin() as conn:
         await conn.execute(
@@ -162,8 +162,8 @@ async def test_posted_links_are_the_steps_discord_messages_in_order(world: World
     view = await live(world, run_id)
     ids = [s.id for s in view.run.phases[0].steps]
     assert view.posted == [
-        views.PostedLink(f"step {ids[0]} (A)", 11, 12),
-        views.PostedLink(f"step {ids[2]} (C)", 21, 22),
+        PostedLink(f"step {ids[0]} (A)", 11, 12),
+        PostedLink(f"step {ids[2]} (C)", 21, 22),
     ]
 
 

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 import discord
 
 from bot.errors import DATABASE_ERRORS
+from bot.loops.ticker import WakeableLoop
 from bot.signup_view import NO_MENTIONS, digest, promoted_text, signup_embed, signup_view
-from bot.ticker import WakeableLoop
 from runner import signups
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ class SignupMessages:
             via, error = await self._deliver(notice)
             if via is not None:
                 # Imported here: the extension module imports the bot, which imports this one.
-                from bot.signups import attendee_role
+                from bot.cogs.signups import attendee_role
 
                 await attendee_role(self.bot, notice.run_id, int(notice.member_id), give=True)
             await signups.settle_notice(

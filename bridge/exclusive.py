@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bridge.sql import exclusive_work as sql
+from bridge.sql.exclusive_work import LeaseHeld
 from runner.db import retry_on_conflict
-from runner.sql import exclusive_work as sql
-from runner.sql.exclusive_work import LeaseHeld
 
 
 class ExternalClaims:

@@ -15,13 +15,11 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
-from runner.schema import listings, run_log, runs, versions
+from runner.schema import LISTING_FINAL_STATUSES, listings, runs, versions
 from runner.states import RunStatus
 
 Row = sa.RowMapping
 
-# Statuses after which a listing is never pushed again.
-FINAL_STATUSES = ("completed", "cancelled", "gone", "skipped")
 # Statuses that occupy one of Discord's 100 slots (scheduled or active).
 LISTED_STATUSES = ("scheduled", "active")
 
@@ -50,7 +48,9 @@ async def claim(
     """Take the listing of ``run_id`` if nobody holds it (a free or expired claim) and it is not
     final; answers the row as it was before the claim, or None."""
     free = sa.or_(listings.c.claim_expires_at.is_(None), listings.c.claim_expires_at <= now)
-    open_ = sa.or_(listings.c.pushed_status.is_(None), listings.c.pushed_status.not_in(FINAL_STATUSES))
+    open_ = sa.or_(
+        listings.c.pushed_status.is_(None), listings.c.pushed_status.not_in(LISTING_FINAL_STATUSES)
+    )
     before = (
         (await conn.execute(sa.select(listings).where(listings.c.run_id == run_id, free, open_)))
         .mappings()
@@ -160,7 +160,7 @@ async def count_listed(conn: AsyncConnection) -> int:
 async def open_run_ids(conn: AsyncConnection) -> list[int]:
     """Every listing not in a final pushed state (the start-up reconcile)."""
     query = sa.select(listings.c.run_id).where(
-        sa.or_(listings.c.pushed_status.is_(None), listings.c.pushed_status.not_in(FINAL_STATUSES))
+        sa.or_(listings.c.pushed_status.is_(None), listings.c.pushed_status.not_in(LISTING_FINAL_STATUSES))
     )
     return [int(r) for r in (await conn.execute(query)).scalars().all()]
 
@@ -192,22 +192,6 @@ async def with_listing(conn: AsyncConnection, run_ids: Iterable[int]) -> set[int
 
 async def get(conn: AsyncConnection, run_id: int) -> Row | None:
     return (await conn.execute(sa.select(listings).where(listings.c.run_id == run_id))).mappings().first()
-
-
-async def run_changes(conn: AsyncConnection, cursor: int, limit: int = 1000) -> Sequence[Row]:
-    """Run-log lines after ``cursor`` (id, run and kind only), in order: how a pass learns which
-    runs changed without looking at the runs that did not."""
-    query = (
-        sa.select(run_log.c.id, run_log.c.run_id, run_log.c.kind)
-        .where(run_log.c.id > cursor)
-        .order_by(run_log.c.id)
-        .limit(limit)
-    )
-    return (await conn.execute(query)).mappings().all()
-
-
-async def latest_log_id(conn: AsyncConnection) -> int:
-    return int((await conn.execute(sa.select(sa.func.coalesce(sa.func.max(run_log.c.id), 0)))).scalar() or 0)
 
 
 async def run_row(conn: AsyncConnection, run_id: int) -> Row | None:

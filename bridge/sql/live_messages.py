@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
-from runner.schema import live_messages, run_log, runs
+from runner.schema import live_messages, runs
 from runner.states import RUN_HOLDS_KEY, RunStatus
 
 Row = sa.RowMapping
@@ -180,18 +180,6 @@ async def run_ids_with_row(conn: AsyncConnection, run_ids: Sequence[int]) -> set
         return set()
     query = sa.select(live_messages.c.run_id).where(live_messages.c.run_id.in_(list(run_ids)))
     return {int(r) for r in (await conn.execute(query)).scalars().all()}
-
-
-async def changes_after(conn: AsyncConnection, cursor: int, limit: int = 1000) -> Sequence[Row]:
-    """Run-log lines after ``cursor`` (id and run only), in order: which runs moved, without
-    reading the runs that did not."""
-    query = (
-        sa.select(run_log.c.id, run_log.c.run_id)
-        .where(run_log.c.id > cursor)
-        .order_by(run_log.c.id)
-        .limit(limit)
-    )
-    return (await conn.execute(query)).mappings().all()
 
 
 async def followable(conn: AsyncConnection, run_id: int) -> bool:

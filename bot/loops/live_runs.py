@@ -1,10 +1,10 @@
 """The live run messages: one message per run in the staff log channel, posted when the run
 starts and edited as it moves until it ends (a last edit showing how it ended, then left alone).
 
-It follows the run log by cursor, as the staff log and the Events-tab mirror do, in a loop of its
-own (``WakeableLoop``, nudged after every tick), so it never holds up a run; a Discord or
-database error is logged once per run and kind and retried after a back-off, never raised into
-the loop. What a message shows is ``runner.views.LiveView``, rendered by ``bot.live_render``.
+It follows the run log with a ``runner.sql.run_log.LogFollower`` (every line once, one committed
+after a higher id too), as the staff log and the Events-tab mirror do, in a loop of its own
+(``WakeableLoop``, nudged after every tick), so it never holds up a run; a Discord or database
+error is logged once per run and kind and retried after a back-off, never raised into the loop. What a message shows is ``bridge.live.LiveView``, rendered by ``bot.live_render``.
 
 Staying inside Discord's limits:
 
@@ -34,7 +34,7 @@ Choices where the issue is silent:
   storing its id leaves the claim to expire, and the next post carries the same nonce, so
   Discord (within its dedupe window) answers with the message already posted: it is adopted.
 * **Who posts.** Only the process that can see the staff channel (the one holding its guild),
-  and of several that can, the one holding the ``live-run-messages`` lease (``bot.work_lease``).
+  and of several that can, the one holding the ``live-run-messages`` lease (``bot.loops.work_lease``).
   A process taking the lease over starts as a restart does: from now, with every open message
   and every run in flight that has none, so what moved while nobody held it is shown too.
 """
@@ -45,17 +45,21 @@ import asyncio
 import dataclasses
 import datetime as dt
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import discord
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.channel_budget import ChannelBudget
 from bot.errors import DATABASE_ERRORS
 from bot.live_render import digest, live_embed
-from bot.ticker import WakeableLoop
-from runner.views import LiveMessages, LiveRow, LiveView, live_view
-
-if TYPE_CHECKING:
-    from bot.app import EventBot
+from bot.loops.ticker import WakeableLoop
+from bot.loops.work_lease import WorkLease
+from bridge.live import LiveMessages, LiveRow, LiveView, live_view
+from runner.catalog import VersionCache
+from runner.clock import Clock
+from runner.sql.run_log import LogFollower
+from wiring.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -78,10 +82,32 @@ def nonce_for(run_id: int, posts: int) -> str:
 
 
 class LiveRuns:
-    def __init__(self, bot: EventBot, *, interval: float) -> None:
-        self.bot = bot
-        self.store = LiveMessages(bot.engine, bot.services.runner.owner)
-        self.cursor: int | None = None
+    def __init__(
+        self,
+        client: discord.Client,
+        config: Config,
+        engine: AsyncEngine,
+        versions: VersionCache,
+        *,
+        owner: str,
+        clock: Clock,
+        budget: ChannelBudget,
+        lease: WorkLease,
+        interval: float,
+        posted: Callable[[], None] = lambda: None,
+    ) -> None:
+        # ``client``: the channel, and when the gateway is ready; ``posted``: called after each
+        # new message (the staff log holds a just-started run's lines until it can link one).
+        self.client = client
+        self.config = config
+        self.engine = engine
+        self.versions = versions
+        self.clock = clock
+        self.budget = budget
+        self.posted = posted
+        self.store = LiveMessages(engine, owner)
+        # Where this process is in the run log (None: not known, the next pass starts it).
+        self.follower: LogFollower | None = None
         # Runs to look at, each with the loop time from which to look (0: now).
         self.dirty: dict[int, float] = {}
         # Loop time of each run's last send or edit (what EDIT_GAP is measured from).
@@ -92,15 +118,14 @@ class LiveRuns:
         self._runs_of: dict[int, int] = {}
         self._deleted: dict[int, int] = {}
         self._open: int | None = None
-        bot.add_listener(self.on_raw_message_delete, "on_raw_message_delete")
-        self.lease = bot.lease_for("live-run-messages")
+        self.lease = lease
         self.loop = WakeableLoop(
             self.pass_once, interval=interval, name="eventbot-live-runs", before=self._ready
         )
 
     @property
     def channel_id(self) -> int | None:
-        config = self.bot.config
+        config = self.config
         if not config.live_run_messages or not config.staff_log_channel:
             return None
         return config.channel_id(config.staff_log_channel)
@@ -126,7 +151,7 @@ class LiveRuns:
         self.nudge()
 
     async def _ready(self) -> None:
-        await self.bot.wait_until_ready()
+        await self.client.wait_until_ready()
 
     def _now(self) -> float:
         # The event loop's clock, as the channel budget's: simulated time drives both.
@@ -144,34 +169,33 @@ class LiveRuns:
 
     async def _prime(self) -> None:
         """Start from now, with every open message and every run in flight that has none."""
-        cursor = await self.store.latest_log_id()
+        follower = await self.store.follow_from_now()
         for run_id in await self.store.to_reconcile(MAX_OPEN * 4):
             self.dirty.setdefault(run_id, 0.0)
-        self.cursor = cursor
+        self.follower = follower
 
     async def pass_once(self) -> float:
         """One pass (never raises): read which runs moved, and update the messages that may be."""
         interval = self.loop.interval
         channel_id = self.channel_id
-        channel = self.bot.get_channel(channel_id) if channel_id is not None else None
+        channel = self.client.get_channel(channel_id) if channel_id is not None else None
         if channel is not None:
             taken = await self.lease.take()
             if taken is None:
                 # Another process posts and edits; what this one knew is stale when it takes over.
-                self.cursor = None
+                self.follower = None
                 self.dirty.clear()
                 return interval
             if taken.fresh:
-                self.cursor = None
+                self.follower = None
         try:
-            if self.cursor is None:
+            if self.follower is None:
                 await self._prime()
-            assert self.cursor is not None
-            changes = await self.store.changes_after(self.cursor)
+            assert self.follower is not None
+            changes = await self.store.changes(self.follower)
         except DATABASE_ERRORS as exc:
             self._report_once(None, "database", f"live run messages: database unreachable: {exc}")
             return interval
-        self.cursor = changes.cursor
         if channel is None:
             # Not this process's guild (or the channel is gone): the process that sees it posts.
             self.dirty.clear()
@@ -188,7 +212,7 @@ class LiveRuns:
             if ready_at > now:
                 delay = min(delay, ready_at - now)
                 continue
-            if self.bot.channel_budget.free(channel.id) <= 0:
+            if self.budget.free(channel.id) <= 0:
                 # The channel's budget is spent (by us or the staff log): try again shortly.
                 delay = min(delay, BUDGET_POLL)
                 break
@@ -227,7 +251,7 @@ class LiveRuns:
     async def update(self, channel: discord.abc.Messageable, run_id: int) -> bool:
         """Bring the run's message up to date: post it, edit it, or leave it. True when there is
         nothing left to do for it until the run moves again."""
-        clock = self.bot.clock.now()
+        clock = self.clock.now()
         row = await self.store.get(run_id)
         if row is not None and row.closed:
             return True
@@ -239,7 +263,7 @@ class LiveRuns:
                 None, "cap", f"live run messages: {MAX_OPEN} are open; later runs get theirs as slots free"
             )
             return True
-        view = await live_view(self.bot.engine, run_id, self.bot.services.versions, clock)
+        view = await live_view(self.engine, run_id, self.versions, clock)
         if view is None:
             return True
         if row is not None and row.message_id is not None:
@@ -248,7 +272,7 @@ class LiveRuns:
                 row = dataclasses.replace(row, message_id=None)
             else:
                 self._runs_of[row.message_id] = run_id
-        embed = live_embed(view, self.bot.config.guild_id)
+        embed = live_embed(view, self.config.guild_id)
         rendered = digest(embed)
         if row is not None and row.message_id is not None:
             if row.digest == rendered:
@@ -276,15 +300,15 @@ class LiveRuns:
         """Edit the posted message; False when it is gone (someone deleted it)."""
         assert row.message_id is not None
         message = channel.get_partial_message(row.message_id)  # type: ignore[attr-defined]
-        await self.bot.channel_budget.take(row.channel_id)
+        await self.budget.take(row.channel_id)
         self._spent(row.run_id)
         try:
             await message.edit(embed=embed)
         except discord.NotFound:
             log.info("live message of run %s was deleted; posting a new one", row.run_id)
-            await self.store.forget(row.run_id, row.message_id, self.bot.clock.now())
+            await self.store.forget(row.run_id, row.message_id, self.clock.now())
             return False
-        await self.store.edited(row.run_id, row.message_id, rendered, view.ended, self.bot.clock.now())
+        await self.store.edited(row.run_id, row.message_id, rendered, view.ended, self.clock.now())
         return True
 
     async def _post(
@@ -295,30 +319,29 @@ class LiveRuns:
         rendered: str,
         view: LiveView,
     ) -> bool:
-        clock = self.bot.clock.now()
+        clock = self.clock.now()
         row = await self.store.claim(run_id, channel.id, clock, clock + dt.timedelta(seconds=CLAIM_SECONDS))  # type: ignore[attr-defined]
         if row is None:
             return True  # another process posts it (or has): it edits it too
-        await self.bot.channel_budget.take(row.channel_id)
+        await self.budget.take(row.channel_id)
         self._spent(run_id)
         try:
             message = await channel.send(
                 embed=embed, nonce=nonce_for(run_id, row.posts), allowed_mentions=NO_MENTIONS
             )
         except discord.HTTPException:
-            retry_at = self.bot.clock.now() + dt.timedelta(seconds=RETRY_SECONDS)
-            await self.store.release(run_id, retry_at, self.bot.clock.now())
+            retry_at = self.clock.now() + dt.timedelta(seconds=RETRY_SECONDS)
+            await self.store.release(run_id, retry_at, self.clock.now())
             raise
         self._runs_of[message.id] = run_id
         if self._open is not None and not view.ended and row.posts == 0:
             self._open += 1
-        if not await self.store.posted(run_id, message.id, rendered, view.ended, self.bot.clock.now()):
+        if not await self.store.posted(run_id, message.id, rendered, view.ended, self.clock.now()):
             log.warning(
                 "live message of run %s: its claim ran out while posting", run_id, extra={"run_id": run_id}
             )
         # The staff log holds a just-started run's lines until they can link this message.
-        if self.bot.staff_log is not None:
-            self.bot.staff_log.nudge()
+        self.posted()
         return True
 
     def _spent(self, run_id: int) -> None:

@@ -1,7 +1,8 @@
-"""Sign-up buttons in Discord: one per option and Leave, on the message ``bot.signup_messages``
-posts. A press is dispatched by its custom id (``bot.signup_view.SIGNUP_TEMPLATE``) to
-``SignupButton``, which this extension's ``setup`` registers, so a press works after a restart
-and in whichever bot process Discord hands it to: the sign-up lives in the database only.
+"""Sign-up buttons in Discord: one per option and Leave, on the message
+``bot.loops.signup_messages`` posts. A press is dispatched by its custom id
+(``bot.custom_ids.SignupPress``) to ``SignupButton``, which this extension's ``setup`` registers,
+so a press works after a restart and in whichever bot process Discord hands it to (the one that
+claimed it, ``bot.claims``): the sign-up lives in the database only.
 
 A press is acknowledged at once (deferred, ephemeral), then answered ephemerally with what the
 database decided (a seat, a place on the waiting list, sign-ups are closed, the roles needed);
@@ -12,21 +13,26 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import discord
+from discord.ext import commands
 
-from bot.app import EventBot
+from bot.custom_ids import SignupPress
 from bot.errors import reply_to_error, send_ephemeral
 from bot.permissions import wrong_guild
-from bot.signup_view import LEAVE, SIGNUP_TEMPLATE, custom_id, join_answer, leave_answer
+from bot.protocols import served
+from bot.signup_view import LEAVE, custom_id, join_answer, leave_answer
 from runner import signups
 from runner.states import SignupStatus
+
+if TYPE_CHECKING:
+    from bot.app import EventBot
 
 log = logging.getLogger(__name__)
 
 
-class SignupButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=SIGNUP_TEMPLATE):
+class SignupButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=SignupPress.TEMPLATE):
     """An option's button (or Leave) on a sign-up message, rebuilt from its custom id."""
 
     def __init__(self, run_id: int, choice: str) -> None:
@@ -38,17 +44,22 @@ class SignupButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], t
     async def from_custom_id(
         cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
     ) -> SignupButton:
-        return cls(int(match["run_id"]), match["choice"])
+        press = SignupPress.from_match(match)
+        return cls(press.run_id, press.choice)
 
     async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
-        if wrong_guild(EventBot.of(interaction).config, interaction.guild_id):
+        # Only the process that claimed the press acts on it (the other says nothing).
+        bot = served(interaction)
+        if not await bot.interaction_gate.claimed(interaction):
+            return False
+        if wrong_guild(bot.config, interaction.guild_id):
             await send_ephemeral(interaction, "This bot only serves its own server; nothing was done.")
             return False
         return True
 
     async def callback(self, interaction: discord.Interaction) -> None:
         try:
-            await click(EventBot.of(interaction), interaction, self.run_id, self.choice)
+            await click(interaction.client, interaction, self.run_id, self.choice)  # type: ignore[arg-type]
         except Exception as exc:
             await reply_to_error(interaction, exc)
 
@@ -116,6 +127,6 @@ async def attendee_role(bot: EventBot, run_id: int, member_id: int, *, give: boo
         )
 
 
-async def setup(bot: EventBot) -> None:
+async def setup(bot: commands.Bot) -> None:
     """Loaded by ``EventBot.setup_hook``: a press on any sign-up message reaches ``SignupButton``."""
     bot.add_dynamic_items(SignupButton)

@@ -1,6 +1,6 @@
 """The calendar entry each scheduled occurrence should have (a Discord scheduled event), and the
 service that finds which entries need pushing. No Discord here: the bot's publisher
-(``bot.scheduled_events``) turns a ``Work`` into requests and reports back.
+(``bot.loops.scheduled_events``) turns a ``Work`` into requests and reports back.
 
 What needs pushing is found **in proportion to changes, not ticks**; an idle pass is four
 indexed queries that return nothing (or one row: the newest version):
@@ -8,13 +8,14 @@ indexed queries that return nothing (or one row: the newest version):
 * occurrences entering the horizon: scheduled runs starting by ``now + horizon`` with no listing,
   read from a lower bound that only moves forward, nearest first, never more listed at once than
   ``max_listed``;
-* runs that changed: the run-log lines after a cursor (a status move, a new run, a re-pointed
-  version all write one);
+* runs that changed: the run-log lines a ``runner.sql.run_log.LogFollower`` has not delivered
+  (a status move, a new run, a re-pointed version all write one; a line committed after a
+  higher id was read is still delivered, once);
 * failed pushes whose back-off ran out, and pushes whose process died;
 * every listing not in a final state, once at start-up (the reconcile: what changed while no
   process was watching) and after each publish (runs re-pointed at the new text).
 
-Every push is claimed first on the listing row (``runner.sql.listings``), and a new listing's row
+Every push is claimed first on the listing row (``bridge.sql.listings``), and a new listing's row
 is inserted, claimed, before the create request: two processes never push one change twice and
 never create two Discord events for one run.
 """
@@ -30,6 +31,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from bridge.sql import listings as sql
+from runner import backoff
 from runner.catalog import VersionCache
 from runner.clock import Clock
 from runner.db import retry_on_conflict
@@ -39,7 +42,7 @@ from runner.definitions.model import (
     DISCORD_EVENT_NAME_MAX,
     CronSchedule,
 )
-from runner.sql import listings as sql
+from runner.sql.run_log import LogFollower
 from runner.states import RunStatus
 
 log = logging.getLogger(__name__)
@@ -70,6 +73,9 @@ GONE = "gone"
 # Run-log lines one pass reads.
 LOG_PAGE = 1000
 SKIPPED = "skipped"
+# A listing that keeps failing is tried again at most hourly: Discord is not asked in a tight loop
+# about an event it refuses, and an hour is short enough for a fix to show the same evening.
+LONGEST_RETRY_SECONDS = 3600.0
 
 
 def _cut(text: str, most: int) -> str:
@@ -173,21 +179,23 @@ class ListingService:
     _scanned: dt.datetime | None = None
     # Runs at the scan's lower bound already judged not to mirror (so they are not read again).
     _not_mirrored: set[int] = field(default_factory=set)
-    _cursor: int | None = None
+    # Where the pass is in the run log (None: at start-up, from now).
+    _follower: LogFollower | None = None
     _version_seen: int | None = None
     last: PassReport = field(default_factory=PassReport)
 
     @retry_on_conflict
     async def due(self) -> list[Work]:
         """Claim every listing that needs a push now (see the module docstring)."""
-        kept = (self._scanned, set(self._not_mirrored), self._cursor, self._version_seen)
+        follower = None if self._follower is None else self._follower.copy()
+        kept = (self._scanned, set(self._not_mirrored), follower, self._version_seen)
         try:
             return await self._claim_due()
         except BaseException:
             # The pass's COMMIT failed (on Galera, a conflict certified at COMMIT), so none of its
             # claims stand: the log lines and horizon it consumed must be read again, or the
             # changes in them would never reach Discord.
-            self._scanned, self._not_mirrored, self._cursor, self._version_seen = kept
+            self._scanned, self._not_mirrored, self._follower, self._version_seen = kept
             raise
 
     async def _claim_due(self) -> list[Work]:
@@ -197,23 +205,22 @@ class ListingService:
         async with self.engine.begin() as conn:
             latest_version = await sql.latest_version_id(conn)
             report.queries += 1
-            if self._cursor is None or latest_version != self._version_seen:
+            if self._follower is None or latest_version != self._version_seen:
                 # At start-up, and after a publish (which may re-point runs at new text, however
-                # that is logged): every open listing. The cursor first, so a change made while
+                # that is logged): every open listing. The follower first, so a change made while
                 # they are read is seen next pass.
-                if self._cursor is None:
-                    self._cursor = await sql.latest_log_id(conn)
+                if self._follower is None:
+                    self._follower = await LogFollower.from_now(conn)
                     report.queries += 1
                 self._version_seen = latest_version
                 changed = await sql.open_run_ids(conn)
                 report.queries += 1
             else:
                 changed = []
-            lines = await sql.run_changes(conn, self._cursor, LOG_PAGE)
+            lines, report.more = await self._follower.read(conn, LOG_PAGE, ("run_id", "kind"))
             report.queries += 1
-            report.more = len(lines) >= LOG_PAGE
-            if lines:
-                self._cursor = int(lines[-1]["id"])
+            # Delivered now: a pass whose COMMIT fails goes back to the copy kept above.
+            self._follower.delivered(int(line["id"]) for line in lines)
             for line in lines:
                 run_id = int(line["run_id"])
                 if str(line["kind"]).startswith("run.") and run_id not in changed:
@@ -352,10 +359,10 @@ class ListingService:
     @retry_on_conflict
     async def fail(self, work: Work, error: str) -> None:
         now = self.clock.now()
-        backoff = min(self.retry_seconds * 2 ** max(work.attempts - 1, 0), 3600.0)
+        wait = backoff.delay(work.attempts - 1, first=self.retry_seconds, cap=LONGEST_RETRY_SECONDS)
         async with self.engine.begin() as conn:
             await sql.fail(
-                conn, work.desired.run_id, self.owner, error, now + dt.timedelta(seconds=backoff), now
+                conn, work.desired.run_id, self.owner, error, now + dt.timedelta(seconds=wait), now
             )
 
 

@@ -2,12 +2,13 @@
 
 The message itself (embed, buttons, the line a settled cue shows) is drawn in
 ``bot.cue_messages``, which the Discord delivery posts. A press is dispatched by its custom id
-(``cue:<step_id>:confirm``) to ``CueButton``, which this extension's ``setup`` registers: a
+(``bot.custom_ids.CuePress``) to ``CueButton``, which this extension's ``setup`` registers: a
 press works after a restart, and in whichever bot process Discord hands it to, because the
 step's state lives in the database and nowhere else.
 
-``CueButton.interaction_check`` refuses a member without the ``cue`` capability the way every
-command is refused (``bot.permissions.admit``): an ephemeral reply, and nothing changes. A GM's
+``CueButton.interaction_check`` acts only on a press this process claimed, and refuses a member
+without the ``cue`` capability the way every command is refused (``bot.components``): an
+ephemeral reply, and nothing changes. A GM's
 press confirms or skips the parked step through the engine's controls (which wake the runner, so
 the next step goes out at once) and edits the message: buttons disabled, "Confirmed by @name
 <t:…:R>". A press that lost (a second press, a cue of a cancelled run) is told what happened,
@@ -21,22 +22,26 @@ import re
 from typing import Any
 
 import discord
+from discord.ext import commands
 
-from bot.app import EventBot
-from bot.cue_messages import CUE_TEMPLATE, NO_MENTIONS, cue_button, cue_view, settled_text
+from bot.components import claimed_and_admitted
+from bot.cue_messages import NO_MENTIONS, cue_button, cue_view, settled_text
+from bot.custom_ids import CuePress, CueVerb
 from bot.errors import reply_to_error
-from bot.permissions import actor_of, admit
+from bot.permissions import actor_of
+from bot.protocols import Served, served
 from bot.rendering import control_answer, person
 from runner.controls import ControlResult
+from runner.states import STEP_OPEN, StepStatus
 from runner.views import run_view
 
 log = logging.getLogger(__name__)
 
 
-class CueButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=CUE_TEMPLATE):
+class CueButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=CuePress.TEMPLATE):
     """Confirm or Skip on a posted cue, rebuilt from its custom id whenever one is pressed."""
 
-    def __init__(self, step_id: int, verb: str) -> None:
+    def __init__(self, step_id: int, verb: CueVerb) -> None:
         super().__init__(cue_button(step_id, verb))
         self.step_id = step_id
         self.verb = verb
@@ -45,21 +50,22 @@ class CueButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], temp
     async def from_custom_id(
         cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
     ) -> CueButton:
-        return cls(int(match["step_id"]), match["verb"])
+        press = CuePress.from_match(match)
+        return cls(press.step_id, press.verb)
 
     async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
-        return await admit(EventBot.of(interaction).config, interaction, "cue")
+        return await claimed_and_admitted(interaction, "cue")
 
     async def callback(self, interaction: discord.Interaction) -> None:
         # discord.py only logs what a DynamicItem callback raises (no View.on_error is called),
         # so the boundary is invoked here.
         try:
-            await click(EventBot.of(interaction), interaction, self.step_id, self.verb)
+            await click(served(interaction), interaction, self.step_id, self.verb)
         except Exception as exc:
             await reply_to_error(interaction, exc)
 
 
-async def click(bot: EventBot, interaction: discord.Interaction, step_id: int, verb: str) -> None:
+async def click(bot: Served, interaction: discord.Interaction, step_id: int, verb: str) -> None:
     """A press ``CueButton.interaction_check`` let through: settle the cue, and say so."""
     # Answer within Discord's three seconds whatever the database does: a deferred update
     # (nothing visible), then the message is edited when the engine has answered.
@@ -74,7 +80,7 @@ async def click(bot: EventBot, interaction: discord.Interaction, step_id: int, v
     result = await controls.settle_cue(step_id, verb, actor=actor, message_id=message_id)
     ids = {"run_id": result.run_id, "step_id": step_id}
     if result.ok:
-        status = "done" if verb == "confirm" else "skipped"
+        status = StepStatus.DONE if verb == "confirm" else StepStatus.SKIPPED
         log.info("cue %s %s by %s", step_id, status, actor, extra=ids)
         text = settled_text(status, interaction.user.mention, at=bot.services.clock.now())
         if not await _show(interaction, step_id, text):
@@ -102,19 +108,19 @@ async def _show(interaction: discord.Interaction, step_id: int, text: str) -> bo
     return True
 
 
-async def current_text(bot: EventBot, result: ControlResult) -> str | None:
+async def current_text(bot: Served, result: ControlResult) -> str | None:
     """What a cue message should say now that its step is settled, or ``None`` if it is not."""
     ref = result.cues[0] if result.cues else None
-    if ref is None or ref.status in ("pending", "running") or result.run_id is None:
+    if ref is None or ref.status in STEP_OPEN or result.run_id is None:
         return None
     run = await run_view(bot.services.engine, result.run_id, bot.services.versions)
     step = next((s for p in (run.phases if run else []) for s in p.steps if s.id == ref.step_id), None)
     who = person(step.settled_by) if step and step.settled_by else None
-    reason = run.last_error if run is not None and ref.status == "cancelled" else None
+    reason = run.last_error if run is not None and ref.status == StepStatus.CANCELLED else None
     return settled_text(ref.status, who, reason=reason)
 
 
-async def setup(bot: EventBot) -> None:
+async def setup(bot: commands.Bot) -> None:
     """Loaded by ``EventBot.setup_hook`` as an extension: registers the cue buttons, so a press
     on any cue this bot (or an earlier process) posted reaches ``CueButton``."""
     bot.add_dynamic_items(CueButton)

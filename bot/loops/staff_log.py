@@ -1,7 +1,8 @@
 """The staff log: run history, posted as it happens to the configured staff log channel.
 
-It reads the run log through its one reader (``runner.views.log_after``, typed
-``runner.history.Entry`` lines) rather than listening to this process's own controls, so what it
+It reads the run log through its one follower (``runner.views.log_followed``, typed
+``runner.history.Entry`` lines; ``runner.sql.run_log.LogFollower`` delivers a line committed
+after a higher id was read, once) rather than listening to this process's own controls, so what it
 posts is what happened, whichever process (or the CLI) made it happen: every control and who
 pressed it (start, pause, resume, cancel with its reason, retry, ``/event skip``), every cue a
 GM confirmed or skipped, every step that failed or is being retried and why, every run missed,
@@ -9,32 +10,33 @@ degraded or stalled, and a reminder that did not go out. The words are ``bot.log
 
 Each line carries a jump link to the message it concerns: a cue action its cue, a step's
 failure the message the step posted, if it posted one; any other line the run's live message
-(``runner.views.live_message_of``), or, while the run has none, the last message the run posted.
+(``bridge.live.live_message_of``), or, while the run has none, the last message the run posted.
 A burst (more than ``bot.log_bursts.BURST`` lines of one kind for one event in one pass) is one
 summary line. Every message takes a slot of the channel's budget first (``bot.channel_budget``:
 the channel is shared with the live run messages).
 
 Each line once, and where it starts (the choices where the issue is silent):
 
-* **From now, at every start.** The cursor is the newest log id when the poster starts: a
-  restart never reposts history. The price is that lines written while no poster was running
+* **From now, at every start.** The follower starts at the newest log lines when the poster
+  starts (a line in flight then is still posted): a restart never reposts history. The price is that lines written while no poster was running
   (the bot was down) are not posted; they remain in the run log, ``/event status`` and the CLI.
 * **One poster among processes, and a takeover starts where the last one stopped.** With a
-  ``lease`` (``bot.work_lease``), only the process holding the ``staff-log`` lease posts. The
-  holder records its cursor and the lines it posted past it with each message sent; a process
+  ``lease`` (``bot.loops.work_lease``), only the process holding the ``staff-log`` lease posts. The
+  holder records its follower's place (the floor, and the lines it posted above it) with each
+  message sent; a process
   taking the lease over (the holder stopped, died, or gave it back on shutdown) starts exactly
   there, so a failover or a rolling restart loses no line and posts none twice. A lease that ran
   out more than ``RESUME_WITHIN`` ago is old history: the taker starts from now, as above.
-* **A pass that fails half-way posts the rest later, never again what went out.** The cursor
-  moves past a message's lines only once the message went out; the lines of a message Discord
+* **A pass that fails half-way posts the rest later, never again what went out.** A line is
+  delivered to the follower only once its message went out; the lines of a message Discord
   answered but refused (4xx) are dropped with a warning, never retried; a message that failed
   for want of Discord (5xx, rate limit, the network) is tried again on the next pass, at most
   ``TRIES`` times, with the same nonce (Discord then answers an earlier post that did arrive
-  instead of posting it again). Lines already posted past the cursor are remembered (in memory)
-  so the next pass skips them.
+  instead of posting it again). The follower remembers the lines posted, so no pass reads them
+  again.
 * **A new run's lines wait a moment for its live message.** The live message is posted by its
   own loop just after the run starts; a line of a run that started and has no live message yet
-  waits for it (``bot.live_runs`` nudges this loop when it posts one) for ``LINK_WAIT`` seconds
+  waits for it (``bot.loops.live_runs`` nudges this loop when it posts one) for ``LINK_WAIT`` seconds
   at most, then links the run's latest post instead (a run past the live messages' cap). The
   lines after it wait too, so the channel keeps the run log's order.
 * **"Paused by" is posted when the pause is recorded**, and says what a pause does: nothing new
@@ -59,33 +61,36 @@ import aiohttp
 import discord
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.channel_budget import ChannelBudget
 from bot.errors import DATABASE_ERRORS
 from bot.log_bursts import summarise
 from bot.log_lines import LOGGED_EVENTS, Line, Link, batch, fold, latest_post, word
-from bot.ticker import WakeableLoop
-from bot.work_lease import WorkLease
+from bot.loops.ticker import WakeableLoop
+from bot.loops.work_lease import WorkLease
+from bridge.exclusive import Taken
+from bridge.live import live_message_of
 from runner.catalog import VersionCache
-from runner.exclusive import Taken
+from runner.clock import Clock
 from runner.history import Entry
-from runner.views import RunView, latest_log_id, live_message_of, log_after, run_view
+from runner.sql.run_log import LogFollower
+from runner.views import RunView, follow_log_from_now, log_followed, run_view
 from wiring.config import Config
 
 log = logging.getLogger(__name__)
 
 NO_MENTIONS = discord.AllowedMentions.none()
-# The run log is read in pages of this many lines, up to ``PASS_MAX`` a pass: a burst (500 runs
-# starting write several lines each) is read, and summed up, in one pass.
-PAGE = 500
+# The run log is read up to this many lines a pass: a burst (500 runs starting write several
+# lines each) is read, and summed up, in one pass.
 PASS_MAX = 5000
 # Passes a message that failed for want of Discord is tried in before its lines are dropped.
 TRIES = 3
 # How long a line waits for its run's live message to be posted, so it can link it, and how
-# often it looks again meanwhile (``bot.live_runs`` nudges the staff log when it posts one).
+# often it looks again meanwhile (``bot.loops.live_runs`` nudges the staff log when it posts one).
 LINK_WAIT = 15.0
 LINK_RETRY = 1.0
 # Failures that say nothing about the message itself: it may go through next time.
 TRANSIENT = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
-# A takeover resumes from the last holder's cursor if its lease ran out at most this long ago.
+# A takeover resumes from the last holder's place if its lease ran out at most this long ago.
 RESUME_WITHIN = dt.timedelta(minutes=10)
 
 
@@ -104,23 +109,28 @@ def nonce_of(entry_ids: Sequence[int]) -> str:
 class StaffLog:
     def __init__(
         self,
-        bot: discord.Client,
+        client: discord.Client,
         config: Config,
         engine: AsyncEngine,
         versions: VersionCache,
         *,
         interval: float,
         lease: WorkLease | None = None,
+        budget: ChannelBudget | None = None,
+        clock: Clock | None = None,
     ) -> None:
-        self.bot = bot
+        self.client = client
+        # Without a budget (a test's bare client), nothing else posts in the channel; without a
+        # clock, the wall clock.
+        self.budget = budget
+        self.clock = clock
         # Without a lease (a test's bare client), this process is the only poster.
         self.lease = lease
         self.config = config
         self.engine = engine
         self.versions = versions
-        self.cursor: int | None = None
-        # Lines past the cursor that went out already (a pass that stopped half-way), by entry id.
-        self._posted: set[int] = set()
+        # Where this process is in the run log (None: not known, the next pass starts it).
+        self.follower: LogFollower | None = None
         # Passes the first unsent message has failed in, by its first entry id.
         self._tries: dict[int, int] = {}
         # Runs whose failure to render was logged already (once each, not on every pass).
@@ -144,7 +154,7 @@ class StaffLog:
             return
         try:
             if self.lease is None:
-                self.cursor = await latest_log_id(self.engine)
+                self.follower = await follow_log_from_now(self.engine)
             elif (taken := await self.lease.take()) is not None:
                 await self._resume(taken)
         except DATABASE_ERRORS as exc:
@@ -158,7 +168,7 @@ class StaffLog:
     def notice(self, text: str) -> None:
         """Post one line that is not in the run log (a part of the bot that failed, such as the
         Events-tab mirror) to the staff channel, if this process can see it; never raises."""
-        channel = self.bot.get_channel(self.channel_id) if self.channel_id else None
+        channel = self.client.get_channel(self.channel_id) if self.channel_id else None
         if channel is None:
             return
         task = asyncio.create_task(self._post_notice(channel, text))
@@ -173,10 +183,8 @@ class StaffLog:
             log.warning("staff log: could not post a notice in channel %s: %s", self.channel_id, exc)
 
     async def _budget(self, channel: object) -> None:
-        # A bare discord.py client (dpytest's) has no budget; the EventBot always has one.
-        budget = getattr(self.bot, "channel_budget", None)
-        if budget is not None:
-            await budget.take(channel.id)  # type: ignore[attr-defined]
+        if self.budget is not None:
+            await self.budget.take(channel.id)  # type: ignore[attr-defined]
 
     @property
     def channel_id(self) -> int | None:
@@ -184,7 +192,7 @@ class StaffLog:
         return self.config.channel_id(alias) if alias else None
 
     async def _ready(self) -> None:
-        await self.bot.wait_until_ready()
+        await self.client.wait_until_ready()
 
     async def _resume(self, taken: Taken) -> None:
         """This process has just taken the lease: start where the last holder got to (or, when
@@ -192,16 +200,21 @@ class StaffLog:
         assert self.lease is not None
         recent = taken.lapsed_at is None or self._now() - taken.lapsed_at <= RESUME_WITHIN
         if taken.position is not None and recent:
-            self.cursor, self._posted = taken.position, set(taken.done)
+            self.follower = LogFollower(taken.position, taken.done)
         else:
-            self.cursor, self._posted = await latest_log_id(self.engine), set()
+            self.follower = await follow_log_from_now(self.engine)
         self._tries = {}
-        await self.lease.save(self.cursor, self._posted)
+        await self._save()
+
+    async def _save(self) -> bool:
+        """Record where the follower is in the lease; False when the lease is no longer ours."""
+        assert self.lease is not None and self.follower is not None
+        return await self.lease.save(self.follower.floor, self.follower.done)
 
     async def post_new(self) -> float:
         if self.lease is None:
             return await self._post_new()
-        if self.bot.get_channel(self.channel_id or 0) is None:
+        if self.client.get_channel(self.channel_id or 0) is None:
             return self.loop.interval  # cannot post here: leave the work to a process that can
         try:
             taken = await self.lease.take()
@@ -213,30 +226,30 @@ class StaffLog:
             taken = None
         if taken is None:
             # Another process posts; whatever this one knew is stale when it takes over.
-            self.cursor, self._posted = None, set()
+            self.follower = None
             return self.loop.interval
         delay = await self._post_new()
-        if self.cursor is not None and not await self.lease.save(self.cursor, self._posted):
-            self.cursor, self._posted = None, set()
+        if self.follower is not None and not await self._save():
+            self.follower = None
         return delay
 
     async def _post_new(self) -> float:
         interval = self.loop.interval
         try:
-            if self.cursor is None:
-                self.cursor = await latest_log_id(self.engine)
+            if self.follower is None:
+                self.follower = await follow_log_from_now(self.engine)
                 return interval
-            entries, more, last_read = await self._read(self.cursor)
+            follower = self.follower
+            entries, more = await log_followed(self.engine, follower, limit=PASS_MAX)
         except DATABASE_ERRORS as exc:
             log.debug("staff log: database unreachable: %s", exc)
             return interval
         if not entries:
-            self._advance(last_read)  # nothing, or only lines that went out already
             return interval
-        channel = self.bot.get_channel(self.channel_id) if self.channel_id else None
+        channel = self.client.get_channel(self.channel_id) if self.channel_id else None
         if channel is None:
             # Not this process's guild (or the channel is gone): another process posts, or no one.
-            self._advance(entries[-1].id)
+            follower.delivered(e.id for e in entries)
             return interval
         try:
             ready, waiting = await self._lines(entries)
@@ -245,31 +258,14 @@ class StaffLog:
             return interval
         guild_id = self.config.guild_id or getattr(getattr(channel, "guild", None), "id", 0)
         dealt = await self._post(channel, ready, guild_id)
-        unsent = [i for line in [*ready[dealt:], *waiting] for i in line.entry_ids]
+        unsent = {i for line in [*ready[dealt:], *waiting] for i in line.entry_ids}
+        # Every line read but those still to post is dealt with (posted, or not worth a line).
+        follower.delivered(e.id for e in entries if e.id not in unsent)
         if unsent:
-            self._hold_at(min(unsent))
             # A line waiting for its link: the live messages' loop nudges this one when it posts
             # one; the short delay bounds the wait if it does not.
             return min(interval, LINK_RETRY) if waiting else interval
-        self._advance(entries[-1].id)
         return 0.0 if more else interval
-
-    async def _read(self, cursor: int) -> tuple[list[Entry], bool, int]:
-        """What the run log has past the cursor, but the lines posted already, up to ``PASS_MAX``;
-        whether there is more, and the id of the last line read."""
-        entries: list[Entry] = []
-        last = cursor
-        while len(entries) < PASS_MAX:
-            page = await log_after(self.engine, last, limit=PAGE)
-            entries.extend(e for e in page if e.id not in self._posted)
-            last = page[-1].id if page else last
-            if len(page) < PAGE:
-                return entries, False, last
-        return entries, True, last
-
-    def _advance(self, upto: int) -> None:
-        self.cursor = upto
-        self._posted = {i for i in self._posted if i > upto}
 
     async def _post(self, channel: object, lines: Sequence[Line], guild_id: object) -> int:
         """Post the lines, a message at a time; answers how many were dealt with (posted, or
@@ -295,24 +291,20 @@ class StaffLog:
                 log.warning("staff log: could not post in channel %s: %s", self.channel_id, exc)
                 if isinstance(exc, (discord.Forbidden, discord.NotFound)):
                     return len(lines)  # the channel itself refuses: the rest would fare no better
-            self._posted.update(ids)
+            assert self.follower is not None
+            self.follower.delivered(ids)
             # Recorded with each message, so a process taking over never posts these again; a
             # lease lost meanwhile (this pass outlasted it) stops the pass: the taker posts on.
-            if self.lease is not None and not await self.lease.save(self.cursor, self._posted):
+            if self.lease is not None and not await self._save():
                 return span.stop
         self._tries = {}
         return len(lines)
-
-    def _hold_at(self, first_unsent: int) -> None:
-        """Stop the cursor just before ``first_unsent``; what went out past it is remembered."""
-        assert self.cursor is not None
-        self._advance(max(self.cursor, first_unsent - 1))
 
     async def _lines(self, entries: Sequence[Entry]) -> tuple[list[Line], list[Line]]:
         """The lines staff should see, folded, bursts summed up, each with its link: those to post
         now, and those that wait for their run's live message (and every line after them, so the
         order holds). One run that cannot be read or rendered costs only its own detail (its lines
-        name it by id), logged once, never the other runs' lines: the cursor must move past it, or
+        name it by id), logged once, never the other runs' lines: its lines must be delivered, or
         nothing would ever be posted again."""
         runs: dict[int, RunView | None] = {}
         worded = []
@@ -361,8 +353,7 @@ class StaffLog:
         return (self._now() - line.at).total_seconds() < LINK_WAIT
 
     def _now(self) -> dt.datetime:
-        clock = getattr(self.bot, "clock", None)
-        return clock.now() if clock is not None else dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        return self.clock.now() if self.clock is not None else dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
     async def _run(self, run_id: int) -> RunView | None:
         try:

@@ -2,7 +2,7 @@
 guild scheduled event (the server's Events tab), created, edited, started, ended and cancelled
 with its run.
 
-``runner.listings`` decides what needs pushing and claims it; this module only turns a claimed
+``bridge.listings`` decides what needs pushing and claims it; this module only turns a claimed
 ``Work`` into requests, and runs in a loop of its own beside the ticker, so nothing it does (a
 refused request, Discord down, a missing permission) holds up or fails a run. A failure is
 logged once and shown to staff once (per run and error), then retried after a back-off.
@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import discord
 
-from bot.ticker import WakeableLoop
+from bot.loops.ticker import WakeableLoop
+from bot.loops.work_lease import WorkLease
+from bridge.listings import GONE, SKIPPED, Desired, ListingService, ListingStatus, Work, mirrored_keys
 from runner.errors import Problem
-from runner.listings import GONE, SKIPPED, Desired, ListingService, ListingStatus, Work, mirrored_keys
 from runner.preflight import MANAGE_EVENTS_MISSING
-
-if TYPE_CHECKING:
-    from bot.app import EventBot
+from wiring.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -48,19 +47,35 @@ def _aware(moment: dt.datetime) -> dt.datetime:
     return moment.replace(tzinfo=dt.UTC)
 
 
-def _status_of(event: discord.ScheduledEvent) -> str:
-    return {_S.scheduled: "scheduled", _S.active: "active", _S.completed: "completed"}.get(
-        event.status, "cancelled"
-    )
+def _status_of(event: discord.ScheduledEvent) -> ListingStatus:
+    shown = {
+        _S.scheduled: ListingStatus.SCHEDULED,
+        _S.active: ListingStatus.ACTIVE,
+        _S.completed: ListingStatus.COMPLETED,
+    }
+    return shown.get(event.status, ListingStatus.CANCELLED)
 
 
 class Mirror:
     """The publisher. ``requests`` counts every scheduled-event request it made (the benchmark
     reads it to show that requests follow changes, not ticks)."""
 
-    def __init__(self, bot: EventBot, service: ListingService, *, interval: float) -> None:
-        self.bot = bot
+    def __init__(
+        self,
+        client: discord.Client,
+        config: Config,
+        service: ListingService,
+        *,
+        lease: WorkLease | None,
+        interval: float,
+        notice: Callable[[str], None] = lambda text: None,
+    ) -> None:
+        # ``client``: the guild and when the gateway is ready; ``notice``: a line for the staff
+        # log channel when the mirror cannot do its work.
+        self.client = client
+        self.config = config
         self.service = service
+        self.notice = notice
         self.requests = 0
         self.passes = 0
         self._reported: set[tuple[int | None, str]] = set()
@@ -68,7 +83,7 @@ class Mirror:
         self._permission_reported = False
         # Of several processes on one database, only the holder mirrors (each listing is
         # claimed row by row as well, so even two passes at once create one event).
-        self.lease = bot.lease_for("events-mirror")
+        self.lease = lease
         self.loop = WakeableLoop(
             self.pass_once, interval=interval, name="eventbot-mirror", before=self._ready
         )
@@ -83,12 +98,12 @@ class Mirror:
         self.loop.nudge()
 
     async def _ready(self) -> None:
-        await self.bot.wait_until_ready()
+        await self.client.wait_until_ready()
 
     @property
     def guild(self) -> discord.Guild | None:
-        guild_id = self.bot.config.guild_id
-        return self.bot.get_guild(guild_id) if guild_id is not None else None
+        guild_id = self.config.guild_id
+        return self.client.get_guild(guild_id) if guild_id is not None else None
 
     def may_manage_events(self) -> bool | None:
         guild = self.guild
@@ -161,7 +176,7 @@ class Mirror:
                 return
             event = await self._create(guild, desired)
             await self.service.created(work, str(event.id))
-            await self.service.settle(work, str(event.id), "scheduled")
+            await self.service.settle(work, str(event.id), ListingStatus.SCHEDULED)
             return
         event = await self._move(event, desired)
         await self.service.settle(work, str(event.id), _status_of(event))
@@ -174,7 +189,7 @@ class Mirror:
                 return None
             self.requests += 1
             events = await guild.fetch_scheduled_events(with_counts=False)
-            me = self.bot.user.id if self.bot.user else None
+            me = self.client.user.id if self.client.user else None
             start = _aware(work.desired.start)
             for candidate in events:
                 if (
@@ -197,7 +212,7 @@ class Mirror:
         self, guild: discord.Guild, location: str
     ) -> tuple[discord.VoiceChannel | discord.StageChannel | None, str]:
         """A voice or stage channel the location names, or the text to show."""
-        channel_id = self.bot.config.channel_id(location)
+        channel_id = self.config.channel_id(location)
         channel = guild.get_channel(channel_id) if channel_id is not None else None
         if isinstance(channel, discord.VoiceChannel | discord.StageChannel):
             return channel, channel.name
@@ -295,15 +310,12 @@ class Mirror:
         where = f"run {run_id}" if run_id is not None else "the Events tab"
         message = f"Discord event mirror, {where}: {text}"[:1900]
         log.warning("%s", message, extra={"run_id": run_id})
-        staff_log = self.bot.staff_log
-        if staff_log is not None:
-            staff_log.notice(message)
+        self.notice(message)
 
 
-async def listing_status_line(bot: EventBot) -> str | None:
+async def listing_status_line(mirror: Mirror | None) -> str | None:
     """One line for ``/event status`` when the mirror cannot work: published events are
     mirrored and the bot lacks Manage Events (None: nothing to say)."""
-    mirror = getattr(bot, "mirror", None)
     if mirror is None or mirror.may_manage_events() is not False:
         return None
     keys = await mirrored_keys(
@@ -315,13 +327,12 @@ async def listing_status_line(bot: EventBot) -> str | None:
     return f"⚠️ Events tab: {MANAGE_EVENTS_MISSING} (mirrored: {named})."[:1900]
 
 
-def listing_problems(bot: EventBot, definition: object) -> list[Problem]:
+def listing_problems(mirror: Mirror | None, definition: object) -> list[Problem]:
     """Preflight's Discord-side check for one definition (the coordinator adds it to a start's
     problems): a mirrored event and no Manage Events."""
     from runner.definitions import EventDefinition
     from runner.preflight import listing_problem
 
-    mirror = getattr(bot, "mirror", None)
     if mirror is None or not isinstance(definition, EventDefinition):
         return []
     problem = listing_problem(

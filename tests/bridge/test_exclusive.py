@@ -1,4 +1,4 @@
-"""Claims of external events and work leases (``runner.exclusive``), on SQLite and a real
+"""Claims of external events and work leases (``bridge.exclusive``), on SQLite and a real
 MariaDB: several processes, each with its own engine (its own connections), race for the same
 claim or lease, and exactly one wins, under MariaDB's matched-rows count too."""
 
@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bridge.exclusive import ExternalClaims, WorkLeases
 from runner.db import create_engine
-from runner.exclusive import ExternalClaims, WorkLeases
 from tests.support.world import T0
 
 PROCESSES = 6

@@ -11,12 +11,12 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from actions import validation_registry
+from bridge.listings import ListingService, ListingStatus, desired_state
+from bridge.sql import listings as listings_sql
 from runner import catalog, definitions
 from runner.clock import ManualClock
 from runner.controls import Controls
-from runner.listings import ListingService, ListingStatus, desired_state
 from runner.schema import listings
-from runner.sql import listings as listings_sql
 from runner.sql import runs as runs_sql
 from tests.support.definitions import event, phase, wait
 

@@ -2,7 +2,7 @@
 
 Two bot processes on one database both run the staff log, the live run messages and the
 Events-tab mirror loops; each pass first takes (or renews) the work's lease
-(``runner.exclusive.WorkLeases``), and a pass without it does nothing. The lease lasts
+(``bridge.exclusive.WorkLeases``), and a pass without it does nothing. The lease lasts
 ``LEASE_PASSES`` loop intervals, so a holder that dies or stops passing is taken over that long
 after its last pass; a holder that shuts down cleanly gives it back (``bot.app.EventBot.close``)
 and the other process takes over at its next pass.
@@ -17,8 +17,8 @@ import logging
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
+from bridge.exclusive import Taken, WorkLeases
 from runner.db import DATABASE_ERRORS
-from runner.exclusive import Taken, WorkLeases
 
 log = logging.getLogger(__name__)
 

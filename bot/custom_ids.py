@@ -1,0 +1,128 @@
+"""Every custom id the bot puts on a component, built and read back here and nowhere else.
+
+A button's whole state is its custom id: a press after a restart, or in another process, is
+rebuilt from it alone (discord.py's ``DynamicItem``, whose ``template`` is one of the patterns
+below). Each kind is a frozen dataclass: ``custom_id`` builds the id, ``TEMPLATE`` is the
+pattern a press is matched with, ``from_match`` reads a match back, and ``parse`` reads any id
+the bot made (``None`` for one it did not). Discord allows 100 characters; the longest here (a
+start with a 64-character key) is well under.
+
+* ``cue:<step_id>:<confirm|skip>``: a GM cue's Confirm and Skip (``bot.cogs.cues``).
+* ``evstart:<key>:<version id>:<scope index|*>:<l|r>``: "Start anyway" (or "Rehearse anyway")
+  under a preflight's problems, pinned to the version checked (``bot.cogs.events``).
+* ``evpub:<token>:<publish|cancel>``: the buttons of a ``/event publish`` preview, naming the
+  draft this process holds (``bot.publishing``, ``bot.publish_drafts``).
+* ``signup:<run_id>:<option|~leave>``: a sign-up message's option buttons and its Leave
+  (``bot.cogs.signups``); an option's name is a key, which never holds ``~``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+CueVerb = Literal["confirm", "skip"]
+StartMode = Literal["l", "r"]
+PublishVerb = Literal["publish", "cancel"]
+# The scope token of a start of every scope (otherwise the scope's index in the definition).
+ALL_SCOPES = "*"
+
+
+@dataclass(frozen=True)
+class CuePress:
+    step_id: int
+    verb: CueVerb
+
+    TEMPLATE: ClassVar[str] = r"cue:(?P<step_id>[0-9]+):(?P<verb>confirm|skip)"
+
+    @property
+    def custom_id(self) -> str:
+        return f"cue:{self.step_id}:{self.verb}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> CuePress:
+        verb: CueVerb = "confirm" if match["verb"] == "confirm" else "skip"
+        return cls(int(match["step_id"]), verb)
+
+
+@dataclass(frozen=True)
+class StartAnywayPress:
+    key: str
+    version_id: int
+    scope_token: str
+    mode: StartMode
+
+    TEMPLATE: ClassVar[str] = (
+        r"evstart:(?P<key>[a-z0-9][a-z0-9_-]{0,63}):(?P<version>[0-9]+):(?P<scope>[0-9]+|\*):(?P<mode>[lr])"
+    )
+
+    @property
+    def rehearsal(self) -> bool:
+        return self.mode == "r"
+
+    @property
+    def custom_id(self) -> str:
+        return f"evstart:{self.key}:{self.version_id}:{self.scope_token}:{self.mode}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> StartAnywayPress:
+        mode: StartMode = "r" if match["mode"] == "r" else "l"
+        return cls(match["key"], int(match["version"]), match["scope"], mode)
+
+
+@dataclass(frozen=True)
+class PublishPress:
+    token: str
+    verb: PublishVerb
+
+    TEMPLATE: ClassVar[str] = r"evpub:(?P<token>[0-9a-f]{16}):(?P<verb>publish|cancel)"
+
+    @property
+    def custom_id(self) -> str:
+        return f"evpub:{self.token}:{self.verb}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> PublishPress:
+        verb: PublishVerb = "publish" if match["verb"] == "publish" else "cancel"
+        return cls(match["token"], verb)
+
+
+@dataclass(frozen=True)
+class SignupPress:
+    run_id: int
+    # An option's name, or ``LEAVE``.
+    choice: str
+
+    LEAVE: ClassVar[str] = "~leave"
+    TEMPLATE: ClassVar[str] = r"signup:(?P<run_id>[0-9]{1,19}):(?P<choice>[a-z0-9][a-z0-9_-]{0,31}|~leave)"
+
+    @property
+    def leave(self) -> bool:
+        return self.choice == self.LEAVE
+
+    @property
+    def custom_id(self) -> str:
+        return f"signup:{self.run_id}:{self.choice}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> SignupPress:
+        return cls(int(match["run_id"]), match["choice"])
+
+
+Press = CuePress | StartAnywayPress | PublishPress | SignupPress
+KINDS: tuple[type[CuePress] | type[StartAnywayPress] | type[PublishPress] | type[SignupPress], ...] = (
+    CuePress,
+    StartAnywayPress,
+    PublishPress,
+    SignupPress,
+)
+
+
+def parse(custom_id: str | None) -> Press | None:
+    """What a custom id the bot made says; ``None`` for any other (or none)."""
+    for kind in KINDS:
+        match = re.fullmatch(kind.TEMPLATE, custom_id or "")
+        if match is not None:
+            return kind.from_match(match)
+    return None
