@@ -17,6 +17,7 @@ from runner.views.definitions import (
     UpcomingEvent,
     current_definition,
     list_definitions,
+    published_definitions,
     upcoming,
 )
 from runner.views.health import HealthReport, health
@@ -73,6 +74,7 @@ __all__ = [
     "live_view",
     "log_after",
     "log_for_run",
+    "published_definitions",
     "reminders_of_run",
     "run_view",
     "step_describer",
