@@ -32,11 +32,13 @@ from discord import app_commands
 from discord.ext import commands
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.attendee_roles import AttendeeRoles
 from bot.channel_budget import ChannelBudget
 from bot.claims import ClaimingState, InteractionGate
 from bot.clock import DiscordClock
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import DATABASE_ERRORS, StartupError
+from bot.event_threads import EventThreads
 from bot.live_runs import LiveRuns
 from bot.publish_drafts import Drafts
 from bot.scheduled_events import Mirror
@@ -121,6 +123,9 @@ class EventBot(commands.Bot):
         self.interaction_gate.elsewhere.append(self.publish_drafts.elsewhere)
         # The live run messages: their own loop, so a slow or refused edit never holds up a run.
         self.live_runs = LiveRuns(self, interval=config.tick_interval_seconds)
+        # The event threads (attendees added, archived at the run's end) and the attendee roles.
+        self.event_threads = EventThreads(self, interval=config.tick_interval_seconds)
+        self.attendee_roles = AttendeeRoles(self, interval=config.tick_interval_seconds)
         events = config.discord_events
         # The Events-tab mirror: its own loop, so a refused or slow request never holds up a run.
         self.mirror = Mirror(
@@ -207,6 +212,8 @@ class EventBot(commands.Bot):
         self.staff_log.start()
         self.mirror.start()
         self.live_runs.start()
+        self.event_threads.start()
+        self.attendee_roles.start()
 
     def _after_tick(self) -> None:
         # The staff log, the mirror and the live messages follow the run log; a tick is when it has grown.
@@ -214,6 +221,8 @@ class EventBot(commands.Bot):
             self.staff_log.nudge()
         self.mirror.nudge()
         self.live_runs.nudge()
+        self.event_threads.nudge()
+        self.attendee_roles.nudge()
 
     def nudge(self) -> None:
         """Something changed (a control, a click): tick now rather than at the next interval."""
@@ -223,10 +232,11 @@ class EventBot(commands.Bot):
     async def stop_work(self) -> None:
         """Stop the loops, and hand the work they held to the other process, if any, which
         takes it over at its next pass."""
-        for loop in (self.ticker, self.staff_log, self.mirror, self.live_runs):
+        loops = (self.staff_log, self.mirror, self.live_runs, self.event_threads, self.attendee_roles)
+        for loop in (self.ticker, *loops):
             if loop is not None:
                 loop.cancel()
-        for loop in (self.staff_log, self.mirror, self.live_runs):
+        for loop in loops:
             if loop is not None and loop.lease is not None:
                 await loop.lease.give_back()
 
