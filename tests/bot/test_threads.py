@@ -274,3 +274,25 @@ async def test_preflight_refuses_an_attendee_role_without_manage_roles(sim: Sim)
     await sim.publish(night())
     result = await sim.mod.slash(sim.staff, "event start", definition="night")
     assert "the bot lacks Manage Roles, so attendee role @Raiders cannot be given" in preflight_text(result)
+
+
+async def test_event_health_names_the_thread_and_attendee_role_permissions_a_published_event_lacks(
+    sim: Sim,
+) -> None:
+    sim.roles["raiders"] = sim.guild.create_role("Raiders", position=50)
+    sim.config = make_config(sim.guild, sim.channels, sim.roles)
+    await sim.start_bot()
+    await sim.publish(night())
+    me = sim.bot.get_guild(sim.guild.id).me
+    await sim.bot.get_channel(sim.announcements.id).set_permissions(me, create_public_threads=False)
+    await sim.env.settle()
+
+    result = await sim.mod.slash(sim.staff, "event health")
+    (embed,) = result.response.embeds
+    text = embed.description or ""
+    assert embed.title == "❌ Health: 2 problems", text
+    assert (
+        f"night: the bot is missing Create Public Threads in #announcements ({sim.announcements.id}): "
+        "the event's thread needs them"
+    ) in text
+    assert "night: attendee role @Raiders is not below the bot's highest role" in text
