@@ -6,7 +6,7 @@ and sends ``PUT`` / ``DELETE /guilds/{g}/members/{u}/roles/{r}``, recording each
 has accepted it. Both requests are idempotent at Discord, so one repeated after a crash between
 the answer and the record is harmless. A member who left the server (10007) needs no removal
 and can get no grant: recorded as done. A refusal (no Manage Roles, the role above the bot's)
-is logged once and tried again next pass; preflight and ``/event health`` name it beforehand.
+is logged once and tried again a minute later; preflight and ``/event health`` name it beforehand.
 
 The bot only takes back what it gave: a grant it has no record of (staff gave the role by hand)
 is never removed. A member who already held the role before confirming loses it at the end,
@@ -15,6 +15,7 @@ since the bot cannot tell it was theirs first without the members intent.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,9 @@ log = logging.getLogger(__name__)
 
 UNKNOWN_MEMBER = 10007
 REASON = "event attendee"
+# After a refusal, that grant is not asked for again for this long: a refusal repeated every
+# pass would count against Discord's limit on invalid requests.
+RETRY_SECONDS = 60.0
 
 
 class AttendeeRoles:
@@ -41,6 +45,8 @@ class AttendeeRoles:
         self.granted = 0
         self.removed = 0
         self._reported: set[tuple[Grant, str]] = set()
+        # Loop time before which a refused grant (or removal) is not tried again.
+        self._not_before: dict[tuple[Grant, bool], float] = {}
         self.loop = WakeableLoop(
             self.pass_once, interval=interval, name="eventbot-attendee-roles", before=self._ready
         )
@@ -81,12 +87,16 @@ class AttendeeRoles:
         return interval
 
     async def _send(self, guild_id: int, grant: Grant, *, add: bool) -> bool:
+        now = asyncio.get_running_loop().time()
+        if self._not_before.get((grant, add), now) > now:
+            return False
         request = self.bot.http.add_role if add else self.bot.http.remove_role
         try:
             await request(guild_id, int(grant.member_id), int(grant.role_id), reason=REASON)
         except discord.HTTPException as exc:
             if exc.code == UNKNOWN_MEMBER:
                 return True
+            self._not_before[(grant, add)] = now + RETRY_SECONDS
             key = "add" if add else "remove"
             if (grant, key) not in self._reported:
                 self._reported.add((grant, key))
@@ -100,4 +110,5 @@ class AttendeeRoles:
                     exc.text,
                 )
             return False
+        self._not_before.pop((grant, add), None)
         return True

@@ -9,11 +9,13 @@ are idempotent at Discord too, so one repeated after a crash between the answer 
 changes nothing.
 
 A thread that is gone (deleted by a moderator: 10003) is marked archived; an attendee who left
-the server (10007) is marked added. Any other refusal is logged once and tried again next pass.
+the server (10007) is marked added. Any other refusal is logged once and tried again a minute
+later.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -32,6 +34,9 @@ log = logging.getLogger(__name__)
 UNKNOWN_CHANNEL = 10003
 UNKNOWN_MEMBER = 10007
 UNKNOWN_USER = 10013
+# After a refusal, that thread is left alone this long: a refusal repeated every pass would
+# count against Discord's limit on invalid requests.
+RETRY_SECONDS = 60.0
 
 
 class EventThreads:
@@ -41,6 +46,8 @@ class EventThreads:
         self.archived = 0
         self.added = 0
         self._reported: set[tuple[str, str]] = set()
+        # Loop time before which a thread Discord refused something for is not tried again.
+        self._not_before: dict[str, float] = {}
         self.loop = WakeableLoop(
             self.pass_once, interval=interval, name="eventbot-event-threads", before=self._ready
         )
@@ -65,9 +72,10 @@ class EventThreads:
         engine, clock = self.bot.engine, self.bot.clock
         try:
             for thread in await threads.open_in_flight(engine):
-                await self._add_attendees(thread)
+                if self._may_try(thread):
+                    await self._add_attendees(thread)
             for thread in await threads.to_archive(engine):
-                if await self._archive(thread):
+                if self._may_try(thread) and await self._archive(thread):
                     await threads.archived(engine, thread, clock)
         except DATABASE_ERRORS as exc:
             self._report_once("database", "", f"event threads: database unreachable: {exc}")
@@ -103,7 +111,11 @@ class EventThreads:
         self.archived += 1
         return True
 
+    def _may_try(self, thread: RunThread) -> bool:
+        return self._not_before.get(thread.thread_id, 0.0) <= asyncio.get_running_loop().time()
+
     def _refused(self, thread: RunThread, doing: str, exc: discord.HTTPException) -> None:
+        self._not_before[thread.thread_id] = asyncio.get_running_loop().time() + RETRY_SECONDS
         self._report_once(
             thread.thread_id,
             doing,

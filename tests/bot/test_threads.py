@@ -296,3 +296,21 @@ async def test_event_health_names_the_thread_and_attendee_role_permissions_a_pub
         "the event's thread needs them"
     ) in text
     assert "night: attendee role @Raiders is not below the bot's highest role" in text
+
+
+async def test_defect_a_refused_attendee_role_is_not_asked_for_again_every_pass(sim: Sim) -> None:
+    """A role above the bot's is refused (403); asking again at every tick would pile up invalid
+    requests, which Discord limits. It is asked again a minute later, not every 5 s."""
+    sim.roles["raiders"] = sim.guild.create_role("Raiders", position=50)
+    sim.config = make_config(sim.guild, sim.channels, sim.roles)
+    await sim.start_bot()
+    await sim.publish(night())
+    run_id = await book(sim, "night", in_seconds=600)
+    await join(sim, run_id, sim.player)
+    await sim.env.advance_time(40)
+    put = f"/guilds/{sim.guild.id}/members/{sim.player.id}/roles/{sim.roles['raiders'].id}"
+    assert len(sim.requests("PUT", put)) == 1
+    assert sim.roles["raiders"].id not in roles_of(sim, sim.player)
+    assert await grants(sim) == set()
+    await sim.env.advance_time(30)
+    assert len(sim.requests("PUT", put)) == 2
