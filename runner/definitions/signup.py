@@ -18,12 +18,14 @@ The model checks the shape; whether each role alias exists is the config's to sa
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runner.definitions.durations import bounded_seconds
 from runner.definitions.keys import checked_key
+from runner.placeholders import SIGNUP_PLACEHOLDERS
 
 # A sign-up message has one button per option and a Leave button, in Discord's at most five rows
 # of five; 20 options leave room and keep the list on the message readable.
@@ -158,3 +160,19 @@ class SignupDefinition(BaseModel):
     def role_aliases(self) -> list[str]:
         """Every role alias the sign-up names, for the config check."""
         return [*(self.roles or ()), *([self.attendee_role] if self.attendee_role else [])]
+
+
+def placeholder_problems(
+    signup: SignupDefinition | None, texts: Iterable[tuple[str | None, int | None, str, str]]
+) -> list[tuple[str | None, int | None, str, str]]:
+    """``{attendees}`` / ``{attendee_count}`` in an event without ``signup:`` would always
+    render as nobody: each (phase, step, field, text) that uses one, with why."""
+    if signup is not None:
+        return []
+    found = []
+    for phase, step, field, text in texts:
+        used = [name for name in SIGNUP_PLACEHOLDERS if "{" + name + "}" in text]
+        if used:
+            names = " and ".join("{" + name + "}" for name in used)
+            found.append((phase, step, field, f"{names} list the run's sign-ups; this event has no signup:"))
+    return found

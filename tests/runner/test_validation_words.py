@@ -319,7 +319,8 @@ def test_an_unknown_placeholder_suggests_the_known_one(
     )
     assert lines == [
         "phase 'main', 1st step, field 'params.content': unknown placeholder {scop} (did you mean "
-        "{scope}?). The placeholders are {scope}, {title}, {start}, {start_relative}; write {{ and }} "
+        "{scope}?). The placeholders are {scope}, {title}, {start}, {start_relative}, {attendees}, "
+        "{attendee_count}; write {{ and }} "
         "for a literal { or }"
     ]
 
