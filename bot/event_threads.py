@@ -72,10 +72,10 @@ class EventThreads:
         engine, clock = self.bot.engine, self.bot.clock
         try:
             for thread in await threads.open_in_flight(engine):
-                if self._may_try(thread):
+                if thread.in_discord and self._may_try(thread):
                     await self._add_attendees(thread)
             for thread in await threads.to_archive(engine):
-                if self._may_try(thread) and await self._archive(thread):
+                if not thread.in_discord or (self._may_try(thread) and await self._archive(thread)):
                     await threads.archived(engine, thread, clock)
         except DATABASE_ERRORS as exc:
             self._report_once("database", "", f"event threads: database unreachable: {exc}")

@@ -24,6 +24,11 @@ class RunThread:
     channel_id: str
     step_id: int
 
+    @property
+    def in_discord(self) -> bool:
+        """A Discord thread's id is a snowflake; an offline rehearsal's console names its own."""
+        return self.thread_id.isascii() and self.thread_id.isdigit()
+
 
 class RunThreads:
     """``actions.threads.ThreadStore`` on the database."""

@@ -314,3 +314,19 @@ async def test_defect_a_refused_attendee_role_is_not_asked_for_again_every_pass(
     assert await grants(sim) == set()
     await sim.env.advance_time(30)
     assert len(sim.requests("PUT", put)) == 2
+
+
+async def test_defect_a_thread_an_offline_rehearsal_recorded_is_closed_without_asking_discord(
+    sim: Sim,
+) -> None:
+    """The console rehearsal names its messages (and so its threads) ``console-N``; one left in a
+    shared database must not stop the loop from archiving the real threads after it."""
+    await sim.publish(event("chat", phase("main", announce("Hello"), thread("Talk"))))
+    await sim.mod.slash(sim.staff, "event start", definition="chat")
+    run = await sim.only_run()
+    await RunThreads(sim.engine, sim.bot.clock).record(run.id, 1, "console", "console-1")
+    await sim.env.advance_time(10)
+    assert all(row["archived_at"] is not None for row in await recorded_threads(sim))
+    (real,) = threads_of(sim)
+    assert real.thread_metadata.archived
+    assert [r.path for r in sim.env.http_requests if r.method == "PATCH"] == [f"/channels/{real.id}"]
