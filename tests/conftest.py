@@ -1,13 +1,20 @@
 """Shared fixtures: one ``engine`` fixture parametrized over both backends.
 
 * ``sqlite``: a fresh file database per test, built by ``runner.db.create_engine`` (the factory
-  every process uses), schema from the Alembic migrations.
+  every process uses), schema from the Alembic migrations: they run once per session (per xdist
+  worker) into ``migrated_sqlite``, and each test gets a copy of that file (a copy takes well
+  under a millisecond, the migrations about a quarter of a second, for every SQLite test).
 * ``mariadb``: a throwaway ``mariadbd`` started by ``tests/support/mariadb_server.py`` once per
   session, one database per session (schema from the migrations), emptied between tests. The
   engine comes from the same factory with the same options production uses.
 
 When MariaDB cannot be had: outside CI its tests skip with a loud reason; in CI (``CI`` set)
 they **fail**, because a suite that skipped its server contract looks exactly like a green one.
+
+Every test named ``test_defect_<n>_...`` (``<n>`` the trial's defect number, ``01``, ``01b``)
+carries ``@pytest.mark.defect("<n>")``, set here unless the test sets it itself, so a defect's
+tests are found by number wherever their file puts them: ``pytest --defect 6`` runs defect 06's.
+The Hypothesis profiles of the two tiers are registered by ``tests/support/tiers.py``.
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import re
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
@@ -27,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from runner.db import create_engine
 from runner.migrate import upgrade
 from runner.schema import metadata
+from tests.support import tiers  # noqa: F401 - registers the tiers' Hypothesis profiles
 from tests.support.mariadb_server import ThrowawayMariaDB, find_mariadbd
 from tests.support.world import World
 
@@ -37,8 +47,49 @@ IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 BACKENDS = ("sqlite", "mariadb")
 
 
+DEFECT_NAME = re.compile(r"^test_defect_(\d+[a-z]?)_")
+
+
 class MariaDBUnavailable(Exception):
     pass
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--defect",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="run only the tests that pin defect ID (named test_defect_<ID>_... or marked defect(ID)); "
+        "repeatable; 6 and 06 are the same defect",
+    )
+
+
+def defect_id(text: str) -> str:
+    """One spelling per defect: ``06``, ``6`` and ``006`` are all defect ``6``; ``01b`` is ``1b``."""
+    match = re.fullmatch(r"0*(\d+)([a-z]?)", text.strip().lower())
+    if match is None:
+        raise pytest.UsageError(f"a defect id is a number with an optional letter (06, 01b), not {text!r}")
+    return match[1] + match[2]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("defect") is None:
+            named = DEFECT_NAME.match(getattr(item, "originalname", item.name))
+            if named:
+                item.add_marker(pytest.mark.defect(named[1]))
+    wanted = {defect_id(given) for given in config.getoption("defect")}
+    if not wanted:
+        return
+    kept, dropped = [], []
+    for item in items:
+        marks = item.iter_markers("defect")
+        ids = {defect_id(str(arg)) for mark in marks for arg in mark.args}
+        (kept if ids & wanted else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")
@@ -113,6 +164,34 @@ def _run_in_thread(make: Callable[[], Coroutine[Any, Any, None]]) -> None:
         pool.submit(lambda: asyncio.run(make())).result()
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file the Alembic migrations have brought to head, once per session: the template
+    ``fresh_sqlite`` copies for each test."""
+    path = tmp_path_factory.mktemp("migrated-sqlite") / "template.sqlite3"
+
+    async def migrate() -> None:
+        engine = create_engine(f"sqlite+aiosqlite:///{path}")
+        try:
+            await upgrade(engine)
+        finally:
+            await engine.dispose()
+
+    _run_in_thread(migrate)
+    # WAL mode: the last connection's close checkpoints the log into the file and removes it, so
+    # the file alone is the whole database. A -wal or -shm left beside it would mean it is not.
+    beside = sorted(other.name for other in path.parent.iterdir() if other != path)
+    assert not beside, f"the migrated template is not one file: {beside}"
+    return path
+
+
+def fresh_sqlite(template: Path, directory: Path, name: str = "eventbot.sqlite3") -> str:
+    """A copy of the migrated ``template`` at ``directory / name``; its URL."""
+    path = directory / name
+    shutil.copyfile(template, path)
+    return f"sqlite+aiosqlite:///{path}"
+
+
 async def _empty(engine: AsyncEngine) -> None:
     async with engine.begin() as conn:
         for table in reversed(metadata.sorted_tables):
@@ -127,8 +206,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 async def engine(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AsyncEngine]:
     if backend == "sqlite":
-        engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'eventbot.sqlite3'}")
-        await upgrade(engine)
+        engine = create_engine(fresh_sqlite(request.getfixturevalue("migrated_sqlite"), tmp_path))
     else:
         url = request.getfixturevalue("mariadb_database")
         engine = create_engine(url)
@@ -142,10 +220,9 @@ async def engine(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -
 
 
 @pytest.fixture
-async def sqlite_engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+async def sqlite_engine(migrated_sqlite: Path, tmp_path: Path) -> AsyncIterator[AsyncEngine]:
     """SQLite only, for tests about behaviour rather than the server contract."""
-    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'eventbot.sqlite3'}")
-    await upgrade(engine)
+    engine = create_engine(fresh_sqlite(migrated_sqlite, tmp_path))
     try:
         yield engine
     finally:

@@ -55,6 +55,7 @@ def timing(sim: Sim, monkeypatch: pytest.MonkeyPatch) -> Timing:
     return Timing(sim, monkeypatch)
 
 
+@pytest.mark.slow
 async def test_defect_a_confirm_delivered_to_both_processes_is_answered_once_never_already_confirmed(
     pair: Pair, timing: Timing
 ) -> None:
@@ -93,6 +94,7 @@ async def test_defect_a_confirm_delivered_to_both_processes_is_answered_once_nev
     )
 
 
+@pytest.mark.slow
 async def test_a_slash_command_delivered_to_both_processes_is_answered_once_in_100_of_100_trials(
     pair: Pair, timing: Timing
 ) -> None:

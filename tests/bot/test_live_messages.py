@@ -8,6 +8,7 @@ import itertools
 from typing import Any
 
 import discord
+import pytest
 import sqlalchemy as sa
 
 from bot.loops.live_runs import EDIT_GAP
@@ -223,6 +224,7 @@ class Stamped(list[Any]):
         self.at.append(self.clock.now())
 
 
+@pytest.mark.slow
 async def test_fifty_runs_moving_at_once_stay_inside_the_channel_budget_and_lose_nothing(sim: Sim) -> None:
     """50 runs (one start of 50 scopes), each moving every three or four seconds for close to a
     minute, far more changes than the channel can show: the staff log

@@ -396,6 +396,7 @@ class Timed(list):  # type: ignore[type-arg]
 
 
 # Starting 500 runs is one tick of the runner that takes half a minute on a busy machine.
+@pytest.mark.slow
 @pytest.mark.simcord(settle_timeout=120)
 async def test_a_burst_of_500_scopes_starting_on_schedule_is_one_summary(sim: Sim) -> None:
     """An event with 500 scopes starts on schedule: the staff log posts one summary line (the

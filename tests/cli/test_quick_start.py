@@ -57,8 +57,8 @@ def test_the_readme_says_what_the_runner_guarantees_and_how_to_run_the_tests() -
         assert "lead fills" not in section
 
 
-def test_ci_runs_the_second_quick_start_command() -> None:
-    assert "python3 scripts/test.py" in (REPO / ".ci" / "run").read_text()
+def test_ci_runs_the_second_quick_start_command_with_every_tier() -> None:
+    assert "python3 scripts/test.py --all" in (REPO / ".ci" / "run").read_text()
 
 
 def test_the_demo_rehearses_the_invasion_to_completion(

@@ -21,9 +21,15 @@ from tests.support.galera_cluster import GaleraCluster
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Every test here shares one three-node cluster (about 15 s to start, three mariadbd) and most
+    # kill a node or race two against a deadline: heavy, and judged in seconds of wall clock, so
+    # they run in scripts/test.py --all's single-process pass, never beside other tests' load and
+    # never with a second cluster started by another xdist worker.
     for item in items:
         if "tests/galera/" in item.nodeid.replace("\\", "/"):
             item.add_marker(pytest.mark.galera)
+            item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.realtime)
 
 
 @pytest.fixture(scope="session")

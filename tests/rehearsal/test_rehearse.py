@@ -241,7 +241,7 @@ def test_a_transient_delivery_failure_is_retried_on_the_virtual_clock(
 
 def test_mentions_follow_the_config_as_the_discord_delivery_does(cli: Cli, tmp_path: Path) -> None:
     """Only allowed roles ping, other role mentions and @everyone show inert; a cue pings its own
-    role. (A ping role the config lacks fails its step: ``test_defects_validate``.)"""
+    role. (A ping role the config lacks fails its step: ``test_definition_file_problems``.)"""
     config = write_yaml(tmp_path / "config.yaml", STRICT_CONFIG)
     event = write_yaml(
         tmp_path / "event.yaml",

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.db import create_engine
-from runner.migrate import upgrade
+from tests.conftest import fresh_sqlite
 from tests.reliability.harness import (
     drop_mariadb_database,
     fresh_mariadb_database,
@@ -52,13 +51,7 @@ async def database_url(backend: str, request: pytest.FixtureRequest, tmp_path: P
     """A migrated database of the test's own, for child processes to share: a SQLite file, or a
     fresh database on the session's MariaDB (never the one other tests empty between them)."""
     if backend == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path / 'reliability.sqlite3'}"
-        engine = create_engine(url)
-        try:
-            await upgrade(engine)
-        finally:
-            await engine.dispose()
-        yield url
+        yield fresh_sqlite(request.getfixturevalue("migrated_sqlite"), tmp_path, "reliability.sqlite3")
         return
     async with own_mariadb_database(request.getfixturevalue("mariadb_server")) as url:
         yield url

@@ -37,7 +37,8 @@ from hypothesis import strategies as st
 from cli.common import load_config
 from runner import yaml_text
 from runner.db import MARIADB_OPTIONS, DatabaseUrlError, check_url, create_engine
-from tests.reliability.test_bad_input import YAML_ALPHABET
+from tests.support.definition_strategies import YAML_ALPHABET
+from tests.support.tiers import examples
 from wiring.config import (
     ENV_PREFIX,
     REHEARSAL_SPEED_MAX,
@@ -156,7 +157,7 @@ def check_url_answer(url: str, passwords: set[str]) -> bool:
 
 
 @given(seed=SEEDS)
-@settings(max_examples=URLS // BATCH, deadline=None, database=None, print_blob=True)
+@settings(max_examples=examples(URLS // BATCH), deadline=None, database=None, print_blob=True)
 def test_any_database_url_is_accepted_or_refused_in_one_line_without_its_password(seed: int) -> None:
     rng = random.Random(seed)
     for _ in range(BATCH):
@@ -414,7 +415,7 @@ def test_ten_thousand_configs_load_or_are_refused_naming_their_keys(tmp_path: Pa
 
     @given(seed=SEEDS)
     @settings(
-        max_examples=CONFIGS // BATCH,
+        max_examples=examples(CONFIGS // BATCH),
         deadline=None,
         database=None,
         print_blob=True,
@@ -452,7 +453,7 @@ def test_ten_thousand_configs_load_or_are_refused_naming_their_keys(tmp_path: Pa
         f"{counts['loaded']} loaded, {counts['refused']} refused, {counts['with environment']} with "
         f"EVENTBOT_* overrides"
     )
-    assert counts["configs"] >= CONFIGS
+    assert counts["configs"] >= examples(CONFIGS // BATCH) * BATCH
     assert counts["loaded"] and counts["refused"], "the generator never reached one side"
 
 

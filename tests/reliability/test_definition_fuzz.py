@@ -41,8 +41,9 @@ from hypothesis import strategies as st
 
 from cli.definitions import CheckedFile, check_files
 from runner.errors import Problem
-from tests.reliability.test_bad_input import check_runnable, valid_definitions
 from tests.runner.test_validation_words import speaks_pydantic
+from tests.support.definition_strategies import check_runnable, valid_definitions
+from tests.support.tiers import examples
 from wiring.config import Config
 
 FUZZ = settings(
@@ -439,18 +440,19 @@ def through_validate(path: Path, data: bytes, config: Config | None, counter: Co
         assert not speaks_pydantic(problem.message), f"pydantic's words reach the author: {problem}"
 
 
-def fuzz(name: str, inputs: st.SearchStrategy[bytes], tmp_path: Path, examples: int) -> Counter:
+def fuzz(name: str, inputs: st.SearchStrategy[bytes], tmp_path: Path, budget: int) -> Counter:
     counter = Counter()
+    wanted = examples(budget)
     path = tmp_path / "event.yaml"
 
     @given(data=inputs, with_config=st.booleans())
-    @settings(FUZZ, max_examples=examples)
+    @settings(FUZZ, max_examples=wanted)
     def run(data: bytes, with_config: bool) -> None:
         through_validate(path, data, CONFIG if with_config else None, counter)
 
     run()
     print(f"\n{name}: {counter.examples} definition files through validate, {counter.valid} valid")
-    assert counter.examples >= examples, f"only {counter.examples} of {examples} examples ran"
+    assert counter.examples >= wanted, f"only {counter.examples} of {wanted} examples ran"
     TOTAL.append(counter.examples)
     return counter
 

@@ -11,11 +11,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench.failover import SERVING
 from runner.clock import SystemClock
 from runner.controls import Controls
 from runner.db import create_engine
 from tests.reliability.failover import GOAL_SECONDS, one_round, start_child
+
+# Two runner processes and a SIGKILL, judged by a 20 s wall-clock bound: alone on the cores (scripts/test.py --all).
+pytestmark = [pytest.mark.slow, pytest.mark.realtime]
 
 
 async def test_the_survivor_carries_every_run_the_killed_runner_held_on_within_20_s_exactly_once(

@@ -96,6 +96,8 @@ async def own_server() -> Any:
 
 
 @pytest.mark.slow
+# A 10 s outage timed by the wall clock, the runs spread over 10-20 s: alone on the cores.
+@pytest.mark.realtime
 @pytest.mark.mariadb
 @pytest.mark.parametrize("how", ["stopped", "killed"])
 async def test_a_ten_second_mariadb_outage_is_ridden_out_and_every_run_finishes(

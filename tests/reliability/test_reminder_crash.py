@@ -45,6 +45,10 @@ async def wait_for(condition: object, within: float, what: str) -> None:
     pytest.fail(f"timed out after {within:.0f} s waiting for {what}")
 
 
+# SIGKILLs a child runner process.
+pytestmark = pytest.mark.slow
+
+
 async def test_a_runner_killed_between_a_reminders_claim_and_its_delivery_sends_it_once_by_one_nonce(
     backend: str, database_url: str, tmp_path: Path
 ) -> None:

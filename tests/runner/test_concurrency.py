@@ -15,6 +15,7 @@ import time
 from collections import Counter, defaultdict
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -29,6 +30,9 @@ from runner.registry import ActionRegistry, Envelope
 from runner.schema import runs
 from tests.support.actions import build_action
 from tests.support.definitions import event, phase, step
+
+# 240 runs ticked by two runners at once, on both backends.
+pytestmark = pytest.mark.slow
 
 RUNS = 240
 STEPS_PER_RUN = 3

@@ -23,7 +23,8 @@ from wiring.control_text import control_text as said
 
 ROUNDS = 12
 
-pytestmark = pytest.mark.mariadb
+# Each pair of controls raced many times on MariaDB.
+pytestmark = [pytest.mark.mariadb, pytest.mark.slow]
 
 Press = Callable[[Controls, int, int], Awaitable[ControlResult]]
 

@@ -55,6 +55,7 @@ from tests.conftest import IN_CI
 from tests.reliability.harness import drop_mariadb_database, fresh_mariadb_database, run_in_thread
 from tests.support import model
 from tests.support.actions import build_action
+from tests.support.tiers import examples
 from tests.support.world import T0
 
 ACTOR = "model"
@@ -70,6 +71,9 @@ SETTINGS = RunnerSettings(
     # (nothing of it left running in the background) as soon as only the dropped dispatches remain.
     concurrent_runs=100_000,
 )
+
+# Model-based: hundreds of examples, each a database's worth of ticks and controls.
+pytestmark = pytest.mark.slow
 
 
 # ── The events ──────────────────────────────────────────────────────────────
@@ -555,8 +559,8 @@ class RunnerMachine(RuleBasedStateMachine):
 # ── The tests ───────────────────────────────────────────────────────────────
 
 
-def _budget(default: int) -> int:
-    return int(os.environ.get("EVENTBOT_MODEL_EXAMPLES", default))
+def _budget(full: int) -> int:
+    return int(os.environ.get("EVENTBOT_MODEL_EXAMPLES", examples(full)))
 
 
 def _settings(examples: int) -> settings:

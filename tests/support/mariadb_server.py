@@ -99,15 +99,48 @@ def _require(kind: str, *names: str) -> str:
     return path
 
 
-def _free_port() -> int:
-    """Ask the kernel for a free TCP port on 127.0.0.1 (bind to port 0).
+# Under pytest-xdist every worker starts servers of its own at the same time. A port the kernel
+# hands out for ``bind(0)`` comes from the ephemeral range, which is also where every outgoing
+# connection's local port comes from, and two workers asking at once may be told the same one. So
+# each worker takes ports from a block of its own below the ephemeral range (which starts at 32768
+# on Linux); the process outside xdist (a single run, ``python -m tests.support.mariadb_server``)
+# takes the block of worker 0. A port handed out once is never handed out again by the same process:
+# a stopped server keeps its port for its restart.
+_PORT_BLOCK_START = 12000
+_PORT_BLOCK_SIZE = 2500
+_PORT_BLOCKS = 8
+_handed_out: set[int] = set()
 
-    There is a small race (someone else could grab the port before mariadbd
-    binds it) but it is good enough for tests.
-    """
+
+def _worker_index() -> int:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    digits = worker.removeprefix("gw")
+    return int(digits) % _PORT_BLOCKS if digits.isdigit() else 0
+
+
+def _bindable(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port() -> int:
+    """A TCP port on 127.0.0.1 nothing listens on, from this process's own block.
+
+    There is a small race (another program could grab the port before mariadbd binds it), but
+    no other test worker can: their blocks are their own.
+    """
+    first = _PORT_BLOCK_START + _worker_index() * _PORT_BLOCK_SIZE
+    offset = secrets.randbelow(_PORT_BLOCK_SIZE)
+    for step in range(_PORT_BLOCK_SIZE):
+        port = first + (offset + step) % _PORT_BLOCK_SIZE
+        if port not in _handed_out and _bindable(port):
+            _handed_out.add(port)
+            return port
+    raise MariaDBServerError(f"no free port left in {first}-{first + _PORT_BLOCK_SIZE - 1}")
 
 
 def _current_user() -> str:
