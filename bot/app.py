@@ -38,6 +38,8 @@ from bot.clock import DiscordClock
 from bot.cogs.events import EventCog
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import DATABASE_ERRORS, StartupError
+from bot.loops.attendee_roles import AttendeeRoles
+from bot.loops.event_threads import EventThreads
 from bot.loops.live_runs import LiveRuns
 from bot.loops.scheduled_events import Mirror
 from bot.loops.signup_messages import SignupMessages
@@ -135,6 +137,9 @@ class EventBot(commands.Bot):
             posted=self._staff_log_nudge,
         )
         self.add_listener(self.live_runs.on_raw_message_delete, "on_raw_message_delete")
+        # The event threads (attendees added, archived at the run's end) and the attendee roles.
+        self.event_threads = EventThreads(self, interval=config.tick_interval_seconds)
+        self.attendee_roles = AttendeeRoles(self, interval=config.tick_interval_seconds)
         events = config.discord_events
         # The Events-tab mirror: its own loop, so a refused or slow request never holds up a run.
         self.mirror = Mirror(
@@ -219,6 +224,8 @@ class EventBot(commands.Bot):
         self.mirror.start()
         self.live_runs.start()
         self.signup_messages.start()
+        self.event_threads.start()
+        self.attendee_roles.start()
 
     # The staff log is built in ``setup_hook``, after the loops that report to it.
     def _staff_log_nudge(self) -> None:
@@ -236,6 +243,8 @@ class EventBot(commands.Bot):
         self.mirror.nudge()
         self.live_runs.nudge()
         self.signup_messages.nudge()
+        self.event_threads.nudge()
+        self.attendee_roles.nudge()
 
     def nudge(self) -> None:
         """Something changed (a control, a click): tick now rather than at the next interval."""
@@ -245,10 +254,18 @@ class EventBot(commands.Bot):
     async def stop_work(self) -> None:
         """Stop the loops, and hand the work they held to the other process, if any, which
         takes it over at its next pass."""
-        for loop in (self.ticker, self.staff_log, self.mirror, self.live_runs, self.signup_messages):
+        loops = (
+            self.staff_log,
+            self.mirror,
+            self.live_runs,
+            self.signup_messages,
+            self.event_threads,
+            self.attendee_roles,
+        )
+        for loop in (self.ticker, *loops):
             if loop is not None:
                 loop.cancel()
-        for loop in (self.staff_log, self.mirror, self.live_runs, self.signup_messages):
+        for loop in loops:
             if loop is not None and loop.lease is not None:
                 await loop.lease.give_back()
 

@@ -463,3 +463,43 @@ signup_messages = sa.Table(
     sa.Column("updated_at", _utc_datetime(), nullable=False),
     sa.Index("idx_evsignmsg_closed", "closed"),
 )
+
+
+# ── Event threads and attendee roles (``runner.threads``, ``runner.attendee_roles``; 0011) ──
+
+run_threads = sa.Table(
+    "event_run_threads",
+    metadata,
+    # One row per thread a ``discord.thread`` step started on a run's announcement. A thread
+    # started from a message has the message's id, so ``thread_id`` is known even when the
+    # process that created it died before it could write this row.
+    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evthread_run"), primary_key=True),
+    sa.Column("thread_id", sa.String(32), primary_key=True),
+    sa.Column("step_id", _big_id(), nullable=False),
+    sa.Column("channel_id", sa.String(32), nullable=False),
+    sa.Column("created_at", _utc_datetime(), nullable=False),
+    # Set once the thread is archived after its run ended; the archive loop reads the NULLs.
+    sa.Column("archived_at", _utc_datetime(), nullable=True),
+    sa.Index("idx_evthread_open", "archived_at"),
+)
+
+thread_members = sa.Table(
+    "event_thread_members",
+    metadata,
+    # The confirmed attendees already added to a run's thread, so each is added once.
+    sa.Column("thread_id", sa.String(32), primary_key=True),
+    sa.Column("member_id", sa.String(32), primary_key=True),
+    sa.Column("added_at", _utc_datetime(), nullable=False),
+)
+
+attendee_grants = sa.Table(
+    "event_attendee_grants",
+    metadata,
+    # One row per (role, member) the bot has granted an ``attendee_role`` to, written after
+    # Discord accepted the grant and deleted after it accepted the removal: what the reconcile
+    # loop compares with who should hold the role. Keyed by role, not run: a role shared by two
+    # runs is one grant, kept while the member is confirmed in either.
+    sa.Column("role_id", sa.String(32), primary_key=True),
+    sa.Column("member_id", sa.String(32), primary_key=True),
+    sa.Column("granted_at", _utc_datetime(), nullable=False),
+)
