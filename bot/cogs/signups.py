@@ -11,7 +11,6 @@ the message's list is then brought up to date by the loop, coalesced.
 
 from __future__ import annotations
 
-import logging
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -24,12 +23,9 @@ from bot.permissions import wrong_guild
 from bot.protocols import served
 from bot.signup_view import LEAVE, custom_id, join_answer, leave_answer
 from runner import signups
-from runner.states import SignupStatus
 
 if TYPE_CHECKING:
     from bot.app import EventBot
-
-log = logging.getLogger(__name__)
 
 
 class SignupButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=SignupPress.TEMPLATE):
@@ -82,49 +78,10 @@ async def click(bot: EventBot, interaction: discord.Interaction, run_id: int, ch
         text = join_answer(answer, mentions)
     await interaction.followup.send(text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
     bot.signup_messages.nudge()
-    seated = seated_after(answer)
-    if seated is not None:
-        await attendee_role(bot, run_id, member.id, give=seated)
-
-
-def seated_after(answer: signups.JoinAnswer | signups.LeaveAnswer) -> bool | None:
-    """Whether the member has a seat after this click (``None``: unchanged, or not known)."""
-    match answer:
-        case signups.Confirmed() | signups.Moved(now=signups.Confirmed()):
-            return True
-        case signups.Moved(now=signups.Waitlisted()):
-            return False
-        case signups.Left(was=SignupStatus.CONFIRMED):
-            return False
-    return None
-
-
-async def attendee_role(bot: EventBot, run_id: int, member_id: int, *, give: bool) -> None:
-    """Give (or take back) the sign-up's ``attendee_role``. Best effort: a refusal (the bot
-    lacks Manage Roles, or its role is below the attendee role) is logged, and the sign-up
-    stands either way."""
-    listed = await signups.listing(bot.engine, run_id)
-    alias = listed.definition.attendee_role if listed is not None else None
-    role_id = bot.config.roles.get(alias) if alias else None
-    guild_id = bot.config.guild_id
-    if role_id is None or guild_id is None:
-        return
-    reason = f"signed up for run {run_id}" if give else f"left the sign-up of run {run_id}"
-    try:
-        if give:
-            await bot.http.add_role(guild_id, member_id, role_id, reason=reason)
-        else:
-            await bot.http.remove_role(guild_id, member_id, role_id, reason=reason)
-    except discord.HTTPException as exc:
-        log.warning(
-            "sign-ups: could not %s the attendee role %r for member %s: %s %s",
-            "give" if give else "take back",
-            alias,
-            member_id,
-            exc.status,
-            exc.text,
-            extra={"run_id": run_id},
-        )
+    # The attendee role and the event thread follow the seat (``bot.loops.attendee_roles``,
+    # ``bot.loops.event_threads``): told now rather than at their next pass.
+    bot.attendee_roles.nudge()
+    bot.event_threads.nudge()
 
 
 async def setup(bot: commands.Bot) -> None:

@@ -182,11 +182,6 @@ class SignupMessages:
         now = self.bot.clock.now()
         for notice in await signups.claim_notices(self.bot.engine, self.owner, now):
             via, error = await self._deliver(notice)
-            if via is not None:
-                # Imported here: the extension module imports the bot, which imports this one.
-                from bot.cogs.signups import attendee_role
-
-                await attendee_role(self.bot, notice.run_id, int(notice.member_id), give=True)
             await signups.settle_notice(
                 self.bot.engine, notice, self.owner, self.bot.clock.now(), via=via, error=error
             )
