@@ -6,13 +6,19 @@ from __future__ import annotations
 from actions.core import wait_action
 from actions.delivery import Delivery
 from actions.messaging import Describe, announce_action, cue_action
+from actions.threads import RecordingThreads, ThreadStore, thread_action
 from runner.registry import ActionRegistry
 
 
-def build_registry(delivery: Delivery, describe: Describe) -> ActionRegistry:
+def build_registry(
+    delivery: Delivery, describe: Describe, threads: ThreadStore | None = None
+) -> ActionRegistry:
+    """``threads``: where a run's threads are recorded (the database's ``runner.threads.RunThreads``
+    for a runner; in memory for checking definitions, which runs nothing)."""
     registry = ActionRegistry()
     registry.register("core", [wait_action()])
     registry.register("messaging", [announce_action(delivery, describe), cue_action(delivery, describe)])
+    registry.register("threads", [thread_action(delivery, describe, threads or RecordingThreads())])
     return registry
 
 

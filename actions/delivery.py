@@ -10,12 +10,16 @@ The bot supplies the Discord implementation, the offline rehearsal a console one
   the failure may pass (rate limits, 5xx, timeouts), and ``transient=False`` when retrying cannot
   help (missing access, unknown channel), with a message naming the channel and what is missing;
 * answer ``check`` without sending anything: the problems a real delivery would hit;
+* ``start_thread`` at most one thread per announcement: a repeat answers the thread the message
+  has (Discord's 160004 "already created" is success), so a step retried after a crash never
+  makes two;
 * ``close_cue`` a cue they posted whose run ended before it could wait for a GM (a cancel
   pressed while it was being posted): no live buttons on a dead run, and the text says why.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -82,6 +86,28 @@ class Posted:
         }
 
 
+@dataclass(frozen=True)
+class ThreadRequest:
+    name: str
+    channel_id: str
+    message_id: str
+    auto_archive_minutes: int
+    run_id: int
+    step_id: int
+    context: StepContext | None = None
+
+
+@dataclass(frozen=True)
+class StartedThread:
+    channel_id: str
+    thread_id: str
+    # False when the message had its thread already (a retry after a crash).
+    created: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"channel_id": self.channel_id, "thread_id": self.thread_id, "created": self.created}
+
+
 class DeliveryError(Exception):
     def __init__(self, message: str, *, transient: bool) -> None:
         super().__init__(message)
@@ -104,6 +130,11 @@ class Delivery(Protocol):
     async def close_cue(self, run_id: int, step_id: int, posted: Posted, ended: RunEnding) -> None:
         """Close a posted cue that will never be answered: buttons off, and how its run ``ended``
         (status, who, why) worded in the front end's own way."""
+        ...
+
+    async def start_thread(self, request: ThreadRequest) -> StartedThread:
+        """Start the thread on the announcement ``request`` names; the message's thread if it
+        has one already (a retry), never a second."""
         ...
 
 
@@ -143,6 +174,9 @@ class RecordingDelivery:
     closed: list[tuple[int, Posted, RunEnding]] = field(default_factory=list)
     deduplicated: int = 0
     failures: list[DeliveryError] = field(default_factory=list)
+    # Threads by the message they were started on: one per message, as Discord allows.
+    threads: dict[str, StartedThread] = field(default_factory=dict)
+    thread_attempts: list[ThreadRequest] = field(default_factory=list)
     _next_id: int = 1000
     _by_key: dict[str, Posted] = field(default_factory=dict)
 
@@ -163,6 +197,16 @@ class RecordingDelivery:
 
     async def close_cue(self, run_id: int, step_id: int, posted: Posted, ended: RunEnding) -> None:
         self.closed.append((step_id, posted, ended))
+
+    async def start_thread(self, request: ThreadRequest) -> StartedThread:
+        self.thread_attempts.append(request)
+        if self.failures:
+            raise self.failures.pop(0)
+        if request.message_id in self.threads:
+            return dataclasses.replace(self.threads[request.message_id], created=False)
+        started = StartedThread(request.channel_id, request.message_id, created=True)
+        self.threads[request.message_id] = started
+        return started
 
     def _deliver(self, kind: str, request: Announcement | Cue, channel: str) -> Posted:
         self.attempts.append(request)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -60,14 +60,43 @@ def placeholder_values(scope: str, context: StepContext | None = None) -> dict[s
     """What each placeholder becomes for this run: all of them once the step's context is
     known; before that (checking a definition) only ``{scope}``, the rest at their widest."""
     if context is None or context.starts_at is None:
-        widest = {"start": _WIDEST_TIMESTAMP, "start_relative": _WIDEST_TIMESTAMP}
+        widest = {"start": _WIDEST_TIMESTAMP, "start_relative": _WIDEST_TIMESTAMP, **_WIDEST_ATTENDEES}
         return {"scope": scope, **widest, **({"title": context.event_title} if context else {})}
+    attendees = context.attendees or ()
     return {
         "scope": scope,
         "title": context.event_title,
         "start": discord_timestamp(context.starts_at, "F"),
         "start_relative": discord_timestamp(context.starts_at, "R"),
+        "attendees": attendee_mentions(attendees),
+        "attendee_count": str(len(attendees)),
     }
+
+
+# ``{attendees}`` is at most this long (mentions, then "and N more"), so a message holding it is
+# checked against Discord's limits before anyone has signed up.
+ATTENDEES_TEXT_MAX = 900
+_WIDEST_ATTENDEES = {"attendees": "x" * ATTENDEES_TEXT_MAX, "attendee_count": "1000"}
+
+
+def attendee_mentions(member_ids: Sequence[str]) -> str:
+    """``<@1>, <@2> and 3 more``: as many mentions as fit ``ATTENDEES_TEXT_MAX``; "nobody yet"
+    when the list is empty."""
+    if not member_ids:
+        return "nobody yet"
+    mentions = [f"<@{member_id}>" for member_id in member_ids]
+    everyone = ", ".join(mentions)
+    if len(everyone) <= ATTENDEES_TEXT_MAX:
+        return everyone
+    room = ATTENDEES_TEXT_MAX - len(f" and {len(mentions)} more")
+    shown: list[str] = []
+    length = 0
+    for mention in mentions:
+        length += len(mention) + (2 if shown else 0)
+        if length > room:
+            break
+        shown.append(mention)
+    return f"{', '.join(shown)} and {len(mentions) - len(shown)} more"
 
 
 def render(text: str | None, scope: str, context: StepContext | None = None) -> str | None:

@@ -38,8 +38,11 @@ from bot.clock import DiscordClock
 from bot.cogs.events import EventCog
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import DATABASE_ERRORS, StartupError
+from bot.loops.attendee_roles import AttendeeRoles
+from bot.loops.event_threads import EventThreads
 from bot.loops.live_runs import LiveRuns
 from bot.loops.scheduled_events import Mirror
+from bot.loops.signup_messages import SignupMessages
 from bot.loops.staff_log import StaffLog
 from bot.loops.ticker import Ticker
 from bot.loops.work_lease import LEASE_PASSES, WorkLease
@@ -71,7 +74,7 @@ TOKEN_REFUSED = "Discord refused the token in DISCORD_TOKEN (it is not a valid b
 GATEWAY_TOKEN_REFUSED = 4004
 
 # Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
-EXTENSIONS = ("bot.cogs.cues", "bot.cogs.events")
+EXTENSIONS = ("bot.cogs.cues", "bot.cogs.events", "bot.cogs.signups")
 
 
 class EventBot(commands.Bot):
@@ -134,6 +137,9 @@ class EventBot(commands.Bot):
             posted=self._staff_log_nudge,
         )
         self.add_listener(self.live_runs.on_raw_message_delete, "on_raw_message_delete")
+        # The event threads (attendees added, archived at the run's end) and the attendee roles.
+        self.event_threads = EventThreads(self, interval=config.tick_interval_seconds)
+        self.attendee_roles = AttendeeRoles(self, interval=config.tick_interval_seconds)
         events = config.discord_events
         # The Events-tab mirror: its own loop, so a refused or slow request never holds up a run.
         self.mirror = Mirror(
@@ -152,6 +158,8 @@ class EventBot(commands.Bot):
             interval=config.tick_interval_seconds,
             notice=self._staff_log_notice,
         )
+        # Sign-up messages and promotion notices (``bot.loops.signup_messages``).
+        self.signup_messages = SignupMessages(self, interval=config.tick_interval_seconds)
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
         # Every interaction reaches this listener, handled or not; the tree's and the buttons'
@@ -215,6 +223,9 @@ class EventBot(commands.Bot):
         self.staff_log.start()
         self.mirror.start()
         self.live_runs.start()
+        self.signup_messages.start()
+        self.event_threads.start()
+        self.attendee_roles.start()
 
     # The staff log is built in ``setup_hook``, after the loops that report to it.
     def _staff_log_nudge(self) -> None:
@@ -231,6 +242,9 @@ class EventBot(commands.Bot):
             self.staff_log.nudge()
         self.mirror.nudge()
         self.live_runs.nudge()
+        self.signup_messages.nudge()
+        self.event_threads.nudge()
+        self.attendee_roles.nudge()
 
     def nudge(self) -> None:
         """Something changed (a control, a click): tick now rather than at the next interval."""
@@ -240,10 +254,18 @@ class EventBot(commands.Bot):
     async def stop_work(self) -> None:
         """Stop the loops, and hand the work they held to the other process, if any, which
         takes it over at its next pass."""
-        for loop in (self.ticker, self.staff_log, self.mirror, self.live_runs):
+        loops = (
+            self.staff_log,
+            self.mirror,
+            self.live_runs,
+            self.signup_messages,
+            self.event_threads,
+            self.attendee_roles,
+        )
+        for loop in (self.ticker, *loops):
             if loop is not None:
                 loop.cancel()
-        for loop in (self.staff_log, self.mirror, self.live_runs):
+        for loop in loops:
             if loop is not None and loop.lease is not None:
                 await loop.lease.give_back()
 

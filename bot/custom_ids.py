@@ -12,6 +12,8 @@ start with a 64-character key) is well under.
   under a preflight's problems, pinned to the version checked (``bot.cogs.events``).
 * ``evpub:<token>:<publish|cancel>``: the buttons of a ``/event publish`` preview, naming the
   draft this process holds (``bot.publishing``, ``bot.publish_drafts``).
+* ``signup:<run_id>:<option|~leave>``: a sign-up message's option buttons and its Leave
+  (``bot.cogs.signups``); an option's name is a key, which never holds ``~``.
 """
 
 from __future__ import annotations
@@ -86,11 +88,34 @@ class PublishPress:
         return cls(match["token"], verb)
 
 
-Press = CuePress | StartAnywayPress | PublishPress
-KINDS: tuple[type[CuePress] | type[StartAnywayPress] | type[PublishPress], ...] = (
+@dataclass(frozen=True)
+class SignupPress:
+    run_id: int
+    # An option's name, or ``LEAVE``.
+    choice: str
+
+    LEAVE: ClassVar[str] = "~leave"
+    TEMPLATE: ClassVar[str] = r"signup:(?P<run_id>[0-9]{1,19}):(?P<choice>[a-z0-9][a-z0-9_-]{0,31}|~leave)"
+
+    @property
+    def leave(self) -> bool:
+        return self.choice == self.LEAVE
+
+    @property
+    def custom_id(self) -> str:
+        return f"signup:{self.run_id}:{self.choice}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> SignupPress:
+        return cls(int(match["run_id"]), match["choice"])
+
+
+Press = CuePress | StartAnywayPress | PublishPress | SignupPress
+KINDS: tuple[type[CuePress] | type[StartAnywayPress] | type[PublishPress] | type[SignupPress], ...] = (
     CuePress,
     StartAnywayPress,
     PublishPress,
+    SignupPress,
 )
 
 

@@ -28,7 +28,7 @@ import aiohttp
 import discord
 
 from actions import limits, mentions
-from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted
+from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted, StartedThread, ThreadRequest
 from actions.mentions import Mentions, PingPolicy
 from actions.messaging import Describe
 from bot.channel_budget import ChannelBudget
@@ -43,6 +43,10 @@ from wiring.control_text import closed_cue_text
 log = logging.getLogger(__name__)
 
 SEND = ("view_channel", "send_messages")
+# What starting a thread on an announcement and adding the attendees to it need.
+THREAD = ("create_public_threads", "send_messages_in_threads")
+# Discord's answer to a second thread on one message: the thread exists, which is success.
+THREAD_ALREADY_CREATED = 160004
 EMBED = ("embed_links",)
 EVERYONE = ("@everyone", "@here")
 
@@ -56,6 +60,7 @@ def permission_name(flag: str) -> str:
     return {
         "mention_everyone": "Mention @everyone, @here and All Roles",
         "view_channel": "View Channel",
+        "send_messages_in_threads": "Send Messages in Threads",
     }.get(flag, flag.replace("_", " ").title())
 
 
@@ -117,6 +122,114 @@ class DiscordDelivery:
         await mark_settled(
             self.bot, (ref,), settled_text(StepStatus.CANCELLED, None, reason=closed_cue_text(ended, person))
         )
+
+    async def start_thread(self, request: ThreadRequest) -> StartedThread:
+        """A public thread on the announcement. Discord refuses a second thread on one message
+        with 160004, and a thread started from a message has the message's id: so a retry
+        after a crash answers the thread the first attempt made, and there is never a second."""
+        channel = await self._channel(request.channel_id, rehearsal=False)
+        message = channel.get_partial_message(int(request.message_id))
+        ids = {"run_id": request.run_id, "step_id": request.step_id, "channel_id": channel.id}
+        try:
+            thread = await message.create_thread(
+                name=request.name, auto_archive_duration=request.auto_archive_minutes
+            )
+        except discord.HTTPException as exc:
+            if exc.code == THREAD_ALREADY_CREATED:
+                log.info(
+                    "run %s step %s: message %s has its thread already; taking it",
+                    request.run_id,
+                    request.step_id,
+                    request.message_id,
+                    extra=ids,
+                )
+                return StartedThread(str(channel.id), request.message_id, created=False)
+            error = self._thread_error(channel, exc)
+        except (TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
+            error = DeliveryError(
+                f"no answer from Discord starting a thread in {_label(channel, '')}: {exc!r}", transient=True
+            )
+        else:
+            return StartedThread(str(channel.id), str(thread.id), created=True)
+        log.warning(
+            "run %s step %s: %s failure: %s",
+            request.run_id,
+            request.step_id,
+            "transient" if error.transient else "terminal",
+            error,
+            extra=ids,
+        )
+        raise error
+
+    def _thread_error(self, channel: Any, exc: discord.HTTPException) -> DeliveryError:
+        if isinstance(exc, discord.Forbidden):
+            missing = self._missing_thread_permissions(channel)
+            what = f"missing {', '.join(missing)}" if missing else (exc.text or "forbidden")
+            return DeliveryError(
+                f"the bot may not start a thread in {_label(channel, '')}: {what} (Discord {exc.code})",
+                transient=False,
+            )
+        if isinstance(exc, discord.NotFound):
+            return DeliveryError(
+                f"the announcement in {_label(channel, '')} is gone (Discord {exc.code}: {exc.text})",
+                transient=False,
+            )
+        return DeliveryError(
+            f"Discord answered {exc.status} (code {exc.code}) starting a thread in {_label(channel, '')}: {exc.text}",
+            transient=transient_status(exc.status),
+        )
+
+    def _missing_thread_permissions(self, channel: Any) -> list[str]:
+        guild = getattr(channel, "guild", None)
+        me = guild.me if guild is not None else None
+        if me is None:
+            return []
+        perms = channel.permissions_for(me)
+        return [permission_name(f) for f in (*SEND, *THREAD) if not getattr(perms, f)]
+
+    async def check_thread_channel(self, ref: str) -> list[str]:
+        """What starting a thread on an announcement in ``ref`` and adding attendees to it would
+        hit: Create Public Threads and Send Messages in Threads there."""
+        try:
+            channel = await self._channel(ref, rehearsal=False)
+        except DeliveryError as exc:
+            return [str(exc)]
+        guild = getattr(channel, "guild", None)
+        if guild is None or guild.me is None:
+            return [
+                f"cannot check the bot's permissions in {_label(channel, ref)}: not connected to its server"
+            ]
+        perms = channel.permissions_for(guild.me)
+        missing = [permission_name(f) for f in THREAD if not getattr(perms, f)]
+        if missing:
+            return [
+                f"the bot is missing {', '.join(missing)} in {_label(channel, ref)}: the event's thread needs them"
+            ]
+        return []
+
+    def check_attendee_role(self, alias: str) -> list[str]:
+        """What granting ``alias`` to attendees would hit: Manage Roles, and a role below the
+        bot's own highest (Discord refuses any other)."""
+        role_id = self.config.roles.get(alias)
+        if role_id is None:
+            return [f"attendee role {alias!r} is not one of the role aliases in config (roles)"]
+        guild = self.bot.get_guild(self.config.guild_id) if self.config.guild_id is not None else None
+        if guild is None or guild.me is None:
+            return [f"cannot check attendee role {alias!r}: the bot is not connected to its server"]
+        role = guild.get_role(role_id)
+        if role is None:
+            return [f"attendee role {alias!r} ({role_id}) does not exist in this server"]
+        problems = []
+        if not guild.me.guild_permissions.manage_roles:
+            problems.append(
+                f"the bot lacks {permission_name('manage_roles')}, so attendee role @{role.name} cannot be given"
+            )
+        if role >= guild.me.top_role or role.managed:
+            problems.append(
+                f"attendee role @{role.name} is not below the bot's highest role (@{guild.me.top_role.name}): "
+                "move the bot's role above it in Server Settings → Roles"
+            )
+        return problems
 
     async def check(self, request: Announcement | Cue) -> list[str]:
         """What a real delivery would hit, sending nothing: the channel resolves and is in this

@@ -2,7 +2,9 @@
 knows added: its own Discord latency, and the bot's permissions in every channel the config
 names, checked by the same ``check_channel`` the ``/event start`` preflight uses (the channel
 resolves and is in this server; the bot may view it, send and embed there), plus Manage Events
-when published events are listed in the Events tab (the mirror's own check).
+when published events are listed in the Events tab (the mirror's own check), and for published
+events with a thread step or an ``attendee_role``, the thread permissions where the thread goes
+and Manage Roles with the role below the bot's (``bot.starting``'s checks).
 
 Read Message History is not asked for: the bot never reads a channel's history, it only edits
 the messages it posted, by their ids.
@@ -12,6 +14,7 @@ A channel the bot cannot use is a problem like any other: the answer's title cou
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from collections.abc import Sequence
@@ -24,7 +27,8 @@ from bot.clock import as_utc
 from bot.loops.scheduled_events import listing_status_line
 from bot.protocols import Served
 from bot.rendering import clip, fit, fit_list, timestamp
-from runner.views import HealthReport, health
+from bot.starting import attendee_role_problems, thread_problems
+from runner.views import HealthReport, health, published_definitions
 from runner.views.health import HeldStep, ProcessHealth, RunHealth, duration_text, worst_first
 
 HEALTHY_COLOUR = 0x2ECC71
@@ -53,6 +57,8 @@ class BotHealth:
     channels: list[ChannelCheck]
     # Manage Events missing for mirrored events (None: nothing to say).
     listing: str | None
+    # What published events' threads and attendee roles would hit: "event key: problem".
+    events: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def channel_problems(self) -> list[str]:
@@ -63,7 +69,7 @@ class BotHealth:
         found = list(self.report.problems) + self.channel_problems
         if self.listing:
             found.append(self.listing.removeprefix("⚠️ ").rstrip("."))
-        return found
+        return found + self.events
 
     @property
     def warnings(self) -> list[str]:
@@ -102,7 +108,22 @@ async def bot_health(client: discord.Client, bot: Served) -> BotHealth:
     )
     latency = client.latency if math.isfinite(client.latency) else None
     listing = await listing_status_line(bot.mirror) if report.database.reachable else None
-    return BotHealth(report, services.runner.owner, latency, await check_channels(client, bot), listing)
+    events = await check_events(bot) if report.database.reachable and report.database.schema_current else []
+    channels = await check_channels(client, bot)
+    return BotHealth(report, services.runner.owner, latency, channels, listing, events)
+
+
+async def check_events(bot: Served) -> list[str]:
+    """The published events' threads and attendee roles, checked as a start's preflight checks
+    them: the thread permissions where their announcements go, Manage Roles and a role below
+    the bot's."""
+    services = bot.services
+    found = []
+    for definition in await published_definitions(services.engine, services.versions):
+        problems = await thread_problems(services.delivery, definition)
+        problems += attendee_role_problems(services.delivery, definition)
+        found += [f"{definition.key}: {p.message}" for p in problems]
+    return found
 
 
 # ── The embed ────────────────────────────────────────────────────────────────

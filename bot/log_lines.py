@@ -235,7 +235,31 @@ def _words(entry: history.Entry, run: RunView | None) -> _Said | None:
             return _Said("📝", f" will run version {version} of its event, published since it was scheduled")
         case history.RunStatusChanged() as moved:
             return _status_words(moved, entry, run, actor, step)
+        case history.SignupPromoted() | history.SignupLateCancel() as signup:
+            return _signup_words(signup)
     return None
+
+
+def _signup_words(event: history.SignupPromoted | history.SignupLateCancel) -> _Said:
+    """Sign-ups: a promotion from the waiting list, a confirmed member leaving late."""
+    who = person(history.Actor(event.member_id, event.member_name))
+    if isinstance(event, history.SignupPromoted):
+        left = (
+            f" when {person(history.Actor(event.left_id, event.left_name or ''))} left"
+            if event.left_id
+            else ""
+        )
+        return _Said(
+            "⬆️",
+            f": {who} got a {event.option} seat from the waiting list{left}",
+            "promoted from a waiting list",
+        )
+    when = (
+        f"{shown_duration(event.before_start)} before the start"
+        if event.before_start > 0
+        else "after the start"
+    )
+    return _Said("⚠️", f": late cancel, {who} ({event.option}) left {when}", "had a late cancel")
 
 
 _STEP_ID = re.compile(r"\bstep (\d+)\b(?! \()")

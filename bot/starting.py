@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import BotError
 from runner import views
+from runner.definitions import EventDefinition
 from runner.errors import Problem
-from runner.preflight import preflight
+from runner.preflight import preflight, thread_targets
 from wiring.config import Config
 from wiring.services import Services
 
@@ -53,10 +54,14 @@ async def check_start(
             )
         found = await services.delivery.check_channel(config.sandbox_channel)
         problems = [Problem(message, field="sandbox_channel") for message in found]
+        # A rehearsal's announcements, and so its threads, are in the sandbox; it gives no roles.
+        problems += await thread_problems(services.delivery, definition, config.sandbox_channel)
     else:
         problems = await preflight(
             services.registry, definition, scope=scope if scope is not None else scopes[0]
         )
+        problems += await thread_problems(services.delivery, definition)
+        problems += attendee_role_problems(services.delivery, definition)
     token = ALL_SCOPES if scope is None or scope not in scopes else str(scopes.index(scope))
     return StartCheck(key, definition.title, current.version_id, token, problems)
 
@@ -74,3 +79,34 @@ async def confirmed_scope(
     if scope_token == ALL_SCOPES:
         return None
     return current.definition.run_scopes()[int(scope_token)]
+
+
+async def thread_problems(
+    delivery: DiscordDelivery, definition: EventDefinition, channel: str | None = None
+) -> list[Problem]:
+    """Create Public Threads and Send Messages in Threads where each thread step's announcement
+    goes (``channel``: where all of them go, a rehearsal's sandbox), once per channel."""
+    targets, _ = thread_targets(definition)
+    problems: list[Problem] = []
+    checked: set[str] = set()
+    for target in targets:
+        where = channel or target.channel
+        if where in checked:
+            continue
+        checked.add(where)
+        problems.extend(
+            Problem(message, phase=target.phase, step=target.step)
+            for message in await delivery.check_thread_channel(where)
+        )
+    return problems
+
+
+def attendee_role_problems(delivery: DiscordDelivery, definition: EventDefinition) -> list[Problem]:
+    """Manage Roles, and the ``attendee_role`` below the bot's highest role."""
+    signup = definition.signup
+    if signup is None or signup.attendee_role is None:
+        return []
+    return [
+        Problem(message, field="signup.attendee_role")
+        for message in delivery.check_attendee_role(signup.attendee_role)
+    ]

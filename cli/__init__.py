@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from cli import logs
+from cli import signups as signups_command
 from cli.common import (
     DEFAULT_CONFIG,
     EXIT_FAILED,
@@ -308,6 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     upcoming.add_argument("--json", action="store_true", help="one JSON object per event")
     _add_database(upcoming, "read this database")
+
+    signups_command.register(command, _add_database)
 
     run = command(
         "run",

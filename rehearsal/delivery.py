@@ -6,7 +6,7 @@ import datetime as dt
 import re
 from typing import Any
 
-from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted
+from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted, StartedThread, ThreadRequest
 from actions.mentions import Mentions
 from rehearsal.console import Console, run_label
 from runner import views
@@ -37,6 +37,8 @@ class ConsoleDelivery:
         self.aliases = ConfigAliases(config)
         self.sent: list[Announcement | Cue] = []
         self._posted: dict[str, Posted] = {}
+        # Threads by the message they were started on: one per message, as in Discord.
+        self.threads: dict[str, StartedThread] = {}
 
     # ── the protocol ──
 
@@ -57,6 +59,32 @@ class ConsoleDelivery:
             step_id=step_id,
             reason=reason,
         )
+
+    async def start_thread(self, request: ThreadRequest) -> StartedThread:
+        label = run_label(request.run_id, request.context.scope if request.context else "")
+        existing = self.threads.get(request.message_id)
+        if existing is not None:
+            self.console.emit_for_step(
+                request.step_id,
+                "delivery",
+                f"{label}: thread {existing.thread_id} is already open on message {request.message_id}",
+                kind="duplicate",
+                run_id=request.run_id,
+                step_id=request.step_id,
+            )
+            return StartedThread(existing.channel_id, existing.thread_id, created=False)
+        started = StartedThread(request.channel_id, request.message_id, created=True)
+        self.threads[request.message_id] = started
+        self.console.emit_for_step(
+            request.step_id,
+            "delivery",
+            f"{label}: thread {request.name!r} started on message {request.message_id}",
+            kind="thread",
+            run_id=request.run_id,
+            step_id=request.step_id,
+            name=request.name,
+        )
+        return started
 
     async def check(self, request: Announcement | Cue) -> list[str]:
         # The rule ``validate`` and ``publish`` apply too (``wiring.aliases``).

@@ -44,3 +44,5 @@ class Kind(enum.StrEnum):
     REMINDER_SENT = "reminder.sent"
     REMINDER_SKIPPED = "reminder.skipped"
     REMINDER_FAILED = "reminder.failed"
+    SIGNUP_PROMOTED = "signup.promoted"
+    SIGNUP_LATE_CANCEL = "signup.late_cancel"

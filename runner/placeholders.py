@@ -1,7 +1,8 @@
 """Placeholders in the text of an event, filled in per run when a step is delivered:
 ``{scope}`` (the run's scope), ``{title}`` (the event's title), ``{start}`` and
 ``{start_relative}`` (when the occurrence starts, as the front end shows a time: on Discord a
-timestamp each reader sees in their own zone).
+timestamp each reader sees in their own zone), ``{attendees}`` (the members with a seat on the
+run's sign-up, as mentions) and ``{attendee_count}`` (how many).
 
 The rule, one for validation and for rendering alike:
 
@@ -21,7 +22,9 @@ from collections.abc import Mapping
 
 from runner.suggestions import closest
 
-KNOWN = ("scope", "title", "start", "start_relative")
+KNOWN = ("scope", "title", "start", "start_relative", "attendees", "attendee_count")
+# Filled from the run's sign-up (``runner.signups``): an event without ``signup:`` may not use them.
+SIGNUP_PLACEHOLDERS = ("attendees", "attendee_count")
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}", re.ASCII)
 _BRACED = re.compile(r"\{([^{}]*)\}")

@@ -64,6 +64,7 @@ async def preflight(
             problems.append(
                 Problem(outcome.error or "not ready", phase=each.phase, step=each.step, field=each.field)
             )
+    problems.extend(thread_targets(definition)[1])
     return problems
 
 
@@ -81,3 +82,47 @@ def listing_problem(
     if may_manage_events or definition.discord_event_settings(mirror_by_default) is None:
         return None
     return Problem(MANAGE_EVENTS_MISSING, field="discord_event")
+
+
+THREAD_ACTION = "discord.thread"
+ANNOUNCE_ACTION = "discord.announce"
+
+
+@dataclass(frozen=True)
+class ThreadTarget:
+    """A ``discord.thread`` step and the channel of the announcement it starts its thread on."""
+
+    phase: str
+    step: int
+    channel: str
+
+
+def thread_targets(definition: EventDefinition) -> tuple[list[ThreadTarget], list[Problem]]:
+    """Each thread step's announcement, as the run finds it: the latest earlier announce step
+    (labelled ``on``, when the step says). A thread step with none is a problem: the run would
+    fail it, with nothing to start the thread on. The channels are the front end's to check
+    (Create Public Threads, Send Messages in Threads)."""
+    targets: list[ThreadTarget] = []
+    problems: list[Problem] = []
+    earlier: list[tuple[str | None, str]] = []
+    for phase in definition.phases:
+        for index, step in enumerate(phase.steps):
+            if step.action == ANNOUNCE_ACTION and isinstance(step.params.get("channel"), str):
+                earlier.append((step.label, step.params["channel"]))
+            elif step.action == THREAD_ACTION:
+                on = step.params.get("on")
+                found = [channel for label, channel in earlier if on is None or label == on]
+                if found:
+                    targets.append(ThreadTarget(phase.key, index, found[-1]))
+                else:
+                    which = f"labelled {on!r}" if on is not None else "at all"
+                    problems.append(
+                        Problem(
+                            f"no discord.announce step {which} comes before this thread step: "
+                            "a thread is started on an announcement the run posted",
+                            phase=phase.key,
+                            step=index,
+                            field="on" if on is not None else None,
+                        )
+                    )
+    return targets, problems

@@ -35,6 +35,7 @@ from runner.states import (
     Health,
     OnFailure,
     RunStatus,
+    SignupStatus,
     StepStatus,
 )
 
@@ -59,6 +60,10 @@ __all__ = [
     "run_log",
     "run_summaries",
     "runs",
+    "signup_messages",
+    "signup_notices",
+    "signup_pools",
+    "signups",
     "steps",
     "versions",
     "work_leases",
@@ -373,4 +378,128 @@ work_leases = sa.Table(
     sa.Column("position", _big_id(), nullable=True),
     sa.Column("done", sa.JSON, nullable=True),
     sa.Column("updated_at", _utc_datetime(), nullable=False),
+)
+
+
+# ── Sign-ups (``runner.signups``; migration 0010) ─────────────────────────
+
+signups = sa.Table(
+    "event_signups",
+    metadata,
+    # One row per (run, member): a member is signed up once, in one option.
+    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evsign_run"), primary_key=True),
+    sa.Column("member_id", sa.String(32), primary_key=True),
+    # Their display name when they last clicked, for lists read without Discord (the CLI).
+    sa.Column("member_name", sa.String(100), nullable=False),
+    sa.Column("option", sa.String(64), nullable=False),
+    sa.Column("status", _enum("signup_status", SignupStatus), nullable=False),
+    # The run's click number of their latest join (``event_signup_pools.clicks``): the order
+    # the waiting list is served in.
+    sa.Column("position", _big_id(), nullable=False),
+    sa.Column("joined_at", _utc_datetime(), nullable=False),
+    sa.Column("updated_at", _utc_datetime(), nullable=False),
+    # The promotion reads the first waitlisted of a run; the list reads a run's rows in order.
+    sa.Index("idx_evsign_order", "run_id", "status", "position"),
+)
+
+signup_pools = sa.Table(
+    "event_signup_pools",
+    metadata,
+    # One row per option of a run's sign-up, and one named ``*`` for the whole run. ``taken`` is
+    # moved only by an UPDATE guarded by ``taken < capacity``, and the CHECK refuses a count
+    # past it: the database, not Python, decides who gets the last seat. Every join and leave
+    # of a run first locks its ``*`` row (and takes the next click number from it), so joins,
+    # leaves and promotions of one run happen one after the other, in click order.
+    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evpool_run"), primary_key=True),
+    sa.Column("pool", sa.String(64), primary_key=True),
+    # NULL: no limit of its own.
+    sa.Column("capacity", sa.Integer, nullable=True),
+    sa.Column("taken", sa.Integer, nullable=False, server_default=sa.text("0")),
+    sa.Column("clicks", _big_id(), nullable=False, server_default=sa.text("0")),
+    sa.CheckConstraint("taken >= 0 AND (capacity IS NULL OR taken <= capacity)", name="ck_evpool_taken"),
+)
+
+signup_notices = sa.Table(
+    "event_signup_notices",
+    metadata,
+    # An outbox: a row is written in the transaction that promoted the member, so a promotion
+    # that committed has exactly one notice and one that did not has none. A front end claims a
+    # row (a lease) before it tells the member, and marks it delivered after.
+    sa.Column("id", _big_id(), primary_key=True, autoincrement=True),
+    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evnotice_run"), nullable=False),
+    sa.Column("member_id", sa.String(32), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    # The sign-up's position at the time (a member promoted twice, after joining again, is two).
+    sa.Column("seq", _big_id(), nullable=False),
+    sa.Column("option", sa.String(64), nullable=False),
+    sa.Column("claimed_by", sa.String(64), nullable=True),
+    sa.Column("lease_until", _utc_datetime(), nullable=True),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default=sa.text("0")),
+    sa.Column("delivered_at", _utc_datetime(), nullable=True),
+    # How it reached the member: ``dm``, or ``mention`` when their DMs were closed.
+    sa.Column("delivered_via", sa.String(16), nullable=True),
+    sa.Column("last_error", sa.String(500), nullable=True),
+    sa.Column("created_at", _utc_datetime(), nullable=False),
+    sa.UniqueConstraint("run_id", "member_id", "kind", "seq", name="uq_evnotice_once"),
+    # The delivery loop reads the undelivered ones.
+    sa.Index("idx_evnotice_open", "delivered_at", "lease_until"),
+)
+
+signup_messages = sa.Table(
+    "event_signup_messages",
+    metadata,
+    # One row per run whose sign-up message is posted: written (claimed) before the post, so
+    # its primary key stops two processes posting two. Edits are coalesced: ``shown_at`` is
+    # when the last edit went out, ``digest`` what it showed.
+    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evsignmsg_run"), primary_key=True),
+    sa.Column("channel_id", sa.String(32), nullable=False),
+    sa.Column("message_id", sa.String(32), nullable=True),
+    sa.Column("digest", sa.String(64), nullable=True),
+    sa.Column("shown_at", _utc_datetime(), nullable=True),
+    sa.Column("closed", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("claimed_by", sa.String(64), nullable=True),
+    sa.Column("claim_expires_at", _utc_datetime(), nullable=True),
+    sa.Column("created_at", _utc_datetime(), nullable=False),
+    sa.Column("updated_at", _utc_datetime(), nullable=False),
+    sa.Index("idx_evsignmsg_closed", "closed"),
+)
+
+
+# ── Event threads and attendee roles (``runner.threads``, ``runner.attendee_roles``; 0011) ──
+
+run_threads = sa.Table(
+    "event_run_threads",
+    metadata,
+    # One row per thread a ``discord.thread`` step started on a run's announcement. A thread
+    # started from a message has the message's id, so ``thread_id`` is known even when the
+    # process that created it died before it could write this row.
+    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evthread_run"), primary_key=True),
+    sa.Column("thread_id", sa.String(32), primary_key=True),
+    sa.Column("step_id", _big_id(), nullable=False),
+    sa.Column("channel_id", sa.String(32), nullable=False),
+    sa.Column("created_at", _utc_datetime(), nullable=False),
+    # Set once the thread is archived after its run ended; the archive loop reads the NULLs.
+    sa.Column("archived_at", _utc_datetime(), nullable=True),
+    sa.Index("idx_evthread_open", "archived_at"),
+)
+
+thread_members = sa.Table(
+    "event_thread_members",
+    metadata,
+    # The confirmed attendees already added to a run's thread, so each is added once.
+    sa.Column("thread_id", sa.String(32), primary_key=True),
+    sa.Column("member_id", sa.String(32), primary_key=True),
+    sa.Column("added_at", _utc_datetime(), nullable=False),
+)
+
+attendee_grants = sa.Table(
+    "event_attendee_grants",
+    metadata,
+    # One row per (role, member) the bot has granted an ``attendee_role`` to, written after
+    # Discord accepted the grant and deleted after it accepted the removal: what the reconcile
+    # loop compares with who should hold the role. Keyed by role, not run: a role shared by two
+    # runs is one grant, kept while the member is confirmed in either.
+    sa.Column("role_id", sa.String(32), primary_key=True),
+    sa.Column("member_id", sa.String(32), primary_key=True),
+    sa.Column("granted_at", _utc_datetime(), nullable=False),
 )

@@ -122,3 +122,15 @@ def run_may_move(from_: RunStatus | str, to: RunStatus | str) -> bool:
 
 def step_may_move(from_: StepStatus | str, to: StepStatus | str) -> bool:
     return StepStatus(to) in STEP_TRANSITIONS[StepStatus(from_)]
+
+
+class SignupStatus(enum.StrEnum):
+    """A member's sign-up to a run (``runner.signups``): a seat, a place in the waiting list, or
+    left. A waitlisted member becomes confirmed only by a leave's promotion."""
+
+    CONFIRMED = "confirmed"
+    WAITLISTED = "waitlisted"
+    CANCELLED = "cancelled"
+
+
+SIGNUP_ACTIVE: frozenset[SignupStatus] = frozenset({SignupStatus.CONFIRMED, SignupStatus.WAITLISTED})

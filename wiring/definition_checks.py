@@ -26,6 +26,7 @@ from runner.preflight import preflight
 from runner.registry import ActionRegistry
 from wiring.aliases import AliasCheckDelivery
 from wiring.config import Config
+from wiring.signup_checks import signup_role_problems
 
 
 @dataclass
@@ -84,6 +85,7 @@ async def check_aliases(checked: Sequence[CheckedFile], config: Config) -> None:
         item.problems.extend(
             Problem(p.message, file=str(item.path), phase=p.phase, step=p.step, field=p.field) for p in found
         )
+        item.problems.extend(signup_role_problems(item.definition, config, str(item.path)))
 
 
 def check_keys(checked: Sequence[CheckedFile]) -> None:

@@ -32,8 +32,9 @@ from bot.loops.scheduled_events import listing_status_line
 from bot.permissions import actor_of
 from bot.protocols import Served, served, served_by
 from bot.publishing import PublishButton, publish_upload, validate_upload
+from bot.signup_view import with_signup_counts
 from bot.starting import check_start, confirmed_scope
-from runner import schedule, views
+from runner import schedule, signups, views
 from runner.controls import Control, ControlResult, Reason
 from runner.states import RunStatus, StepStatus
 
@@ -299,7 +300,10 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         if found is None:
             raise BotError(f"There is no run {run}.")
         reminders = await views.reminders_of_run(services.engine, run)
-        await reply(interaction, warning, embed=rendering.status_embed(found, reminders))
+        embed = rendering.status_embed(found, reminders)
+        # Sign-ups (``bot.signup_view``): the counts per option, for a run whose event has them.
+        embed = rendering.fit(with_signup_counts(embed, await signups.listing(services.engine, run)))
+        await reply(interaction, warning, embed=embed)
 
     @status.autocomplete("run")
     async def _any_runs(

@@ -29,6 +29,7 @@ from runner.definitions.model import (
     StepDefinition,
     shown_duration,
 )
+from runner.definitions.signup import SignupDefinition
 from runner.definitions.validation import publication_problems, validate
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "PhaseDefinition",
     "ReminderDefinition",
     "Schedule",
+    "SignupDefinition",
     "StepDefinition",
     "duration_seconds",
     "from_spec",

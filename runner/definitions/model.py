@@ -26,6 +26,7 @@ from pydantic import (
 
 from runner.definitions.durations import bounded_seconds, grace_seconds
 from runner.definitions.keys import checked_key
+from runner.definitions.signup import SignupDefinition
 
 DEFAULT_GRACE_SECONDS = 900
 MAX_GRACE_SECONDS = 7 * 24 * 60 * 60
@@ -244,6 +245,8 @@ class EventDefinition(_Strict):
     reminders: list[ReminderDefinition] = Field(default_factory=list, max_length=MAX_REMINDERS)
     # ``None``: as the config says; ``false``: never; ``true`` or a mapping: mirrored.
     discord_event: DiscordEventDefinition | bool | None = None
+    # Sign-ups for each run (``runner.definitions.signup``); none when left out.
+    signup: SignupDefinition | None = None
     phases: list[PhaseDefinition] = Field(min_length=1)
 
     _key_words = field_validator("key")(checked_key)
@@ -381,7 +384,11 @@ class EventDefinition(_Strict):
         return self.phases[index] if index < len(keys) else None
 
     def canonical_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        dumped = self.model_dump(mode="json")
+        # Left out when unset, so a version published before sign-ups existed hashes as it did.
+        if dumped.get("signup") is None:
+            dumped.pop("signup", None)
+        return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
     def content_hash(self) -> str:
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()

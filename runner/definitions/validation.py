@@ -21,6 +21,7 @@ from runner.definitions.model import (
     StepDefinition,
     _shortest_gap_seconds,
 )
+from runner.definitions.signup import placeholder_problems as signup_placeholder_problems
 from runner.definitions.words import worded
 from runner.errors import DefinitionError, Problem
 from runner.registry import ActionRegistry
@@ -167,11 +168,36 @@ def validate(
         # a mapping at all: say it once.
         raise DefinitionError(list(dict.fromkeys(problems))) from None
     problems = publication_problems(definition, file, now)
+    problems.extend(_signup_placeholder_problems(definition, file))
     problems.extend(_params_problems(definition, registry, file))
     problems.extend(_reminder_problems(definition, registry, file))
     if problems:
         raise DefinitionError(problems)
     return definition
+
+
+def _texts(value: Any, where: str) -> list[tuple[str, str]]:
+    if isinstance(value, str):
+        return [(where, value)]
+    if isinstance(value, dict):
+        return [t for key, item in value.items() for t in _texts(item, f"{where}.{key}")]
+    if isinstance(value, list):
+        return [t for index, item in enumerate(value) for t in _texts(item, f"{where}.{index}")]
+    return []
+
+
+def _signup_placeholder_problems(definition: EventDefinition, file: str | None) -> list[Problem]:
+    """The sign-up placeholders need a ``signup:`` (``runner.definitions.signup``)."""
+    texts: list[tuple[str | None, int | None, str, str]] = []
+    for phase in definition.phases:
+        for index, step in enumerate(phase.steps):
+            texts += [(phase.key, index, f, t) for f, t in _texts(step.params, "params")]
+    for index, reminder in enumerate(definition.reminders):
+        texts += [(None, None, f"reminders.{index}{f}", t) for f, t in _texts(reminder.params, "")]
+    return [
+        Problem(message, file=file, phase=phase, step=step, field=field)
+        for phase, step, field, message in signup_placeholder_problems(definition.signup, texts)
+    ]
 
 
 def _duplicate_phase_problems(raw: dict[str, Any], file: str | None) -> list[Problem]:

@@ -311,6 +311,32 @@ class ReminderFailed(Event):
     before: float | None = None
 
 
+@dataclass(frozen=True)
+class SignupPromoted(Event):
+    """A member left and the first waitlisted member whose option had room took the seat."""
+
+    KIND: ClassVar[Kind] = Kind.SIGNUP_PROMOTED
+    member_id: str
+    member_name: str
+    option: str
+    # Who left, freeing the seat.
+    left_id: str | None = None
+    left_name: str | None = None
+
+
+@dataclass(frozen=True)
+class SignupLateCancel(Event):
+    """A confirmed member left less than the sign-up's ``late_cancel`` before the start."""
+
+    KIND: ClassVar[Kind] = Kind.SIGNUP_LATE_CANCEL
+    member_id: str
+    member_name: str
+    option: str
+    # How long before the start they left, in seconds (negative: after it).
+    before_start: float
+    starts_at: dt.datetime
+
+
 _BY_KIND: dict[str, type[Event]] = {
     cls.KIND.value: cls
     for cls in (
@@ -335,6 +361,8 @@ _BY_KIND: dict[str, type[Event]] = {
         ReminderSent,
         ReminderSkipped,
         ReminderFailed,
+        SignupPromoted,
+        SignupLateCancel,
     )
 }
 assert set(_BY_KIND) == {kind.value for kind in Kind}, "every kind has exactly one event class"

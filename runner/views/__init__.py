@@ -16,6 +16,7 @@ from runner.views.definitions import (
     UpcomingEvent,
     current_definition,
     list_definitions,
+    published_definitions,
     upcoming,
 )
 from runner.views.health import HealthReport, health
@@ -52,6 +53,7 @@ __all__ = [
     "list_runs",
     "log_followed",
     "log_for_run",
+    "published_definitions",
     "reminders_of_run",
     "run_view",
     "step_describer",

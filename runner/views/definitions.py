@@ -205,3 +205,13 @@ async def current_definition(
     """The published definition ``/event start`` preflights; raises ``UnknownDefinition``."""
     async with engine.connect() as conn:
         return await catalog.current(conn, key, versions)
+
+
+async def published_definitions(engine: AsyncEngine, versions: catalog.VersionCache) -> list[EventDefinition]:
+    """The current definition of every published event that can be read (an unreadable one is
+    ``list_definitions``' to report)."""
+    async with engine.connect() as conn:
+        rows = await definitions_sql.list_all(conn)
+        ids = {int(r["current_version_id"]) for r in rows}
+        unreadable = await unreadable_versions(conn, versions, ids)
+        return [await versions.get(conn, i) for i in sorted(ids) if i not in unreadable]

@@ -4,6 +4,7 @@ sends: read once per step and cached, since none of it changes once the step exi
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from runner import catalog
+from runner import catalog, signups
 from runner.definitions import REMINDERS_PHASE, PhaseDefinition
 from runner.errors import UnreadableDefinition
 from runner.sql import definitions as definitions_sql
@@ -33,6 +34,9 @@ class StepContext:
     rehearsal: bool
     # When the run's occurrence starts (naive UTC): ``{start}`` in its text.
     starts_at: dt.datetime | None = None
+    # The member ids with a seat on the run's sign-up, in click order (``{attendees}``); ``None``
+    # when its event has no sign-up. Read afresh each time: the list changes, the rest does not.
+    attendees: tuple[str, ...] | None = None
 
 
 def step_describer(
@@ -48,7 +52,7 @@ def step_describer(
         key = (run_id, step_id)
         if key in cache:
             cache.move_to_end(key)
-            return cache[key]
+            return await _with_attendees(engine, run_id, cache[key])
         async with engine.connect() as conn:
             run = await runs_sql.get(conn, run_id)
             step = await steps_sql.get(conn, step_id)
@@ -79,13 +83,20 @@ def step_describer(
             scope=run["scope"],
             rehearsal=bool(run["rehearsal"]),
             starts_at=run["scheduled_for"],
+            attendees=() if definition is not None and definition.signup is not None else None,
         )
         cache[key] = context
         if len(cache) > cache_size:
             cache.popitem(last=False)
-        return context
+        return await _with_attendees(engine, run_id, context)
 
     return describe
+
+
+async def _with_attendees(engine: AsyncEngine, run_id: int, context: StepContext) -> StepContext:
+    if context.attendees is None:
+        return context
+    return dataclasses.replace(context, attendees=tuple(await signups.attendees(engine, run_id)))
 
 
 def _phase_label(key: str, phase: PhaseDefinition | None) -> str:

@@ -158,7 +158,14 @@ async def test_the_staff_log_live_message_and_mirror_post_once_with_both_process
     live_posts = [r for r in sim.posts_to(sim.staff_log) if (r.json or {}).get("embeds")]
     assert len(live_posts) == 1, "one live message for the run"
     holders = await lease_owners(sim)
-    assert set(holders) == {"staff-log", "live-run-messages", "events-mirror"}
+    assert set(holders) == {
+        "staff-log",
+        "live-run-messages",
+        "events-mirror",
+        "signup-messages",
+        "event-threads",
+        "attendee-roles",
+    }
     assert set(holders.values()) <= {owner(a), owner(b)}
     for name, holder in holders.items():
         bot = a if holder == owner(a) else b

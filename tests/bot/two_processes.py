@@ -105,7 +105,14 @@ class Pair:
         feed = self.feeds.pop(id(bot), None) if bot is not self.sim.bot else env._gateway_feed
         if feed in env.backend.subscribers:
             env.backend.subscribers.remove(feed)
-        for loop in (bot.ticker, bot.staff_log, bot.mirror, bot.live_runs):
+        for loop in (
+            bot.ticker,
+            bot.staff_log,
+            bot.mirror,
+            bot.live_runs,
+            bot.event_threads,
+            bot.attendee_roles,
+        ):
             if loop is not None:
                 loop.cancel()
 

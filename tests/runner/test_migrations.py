@@ -18,7 +18,7 @@ from runner.migrate import alembic_config, current_revision, drift, upgrade
 from runner.schema import run_log, runs, steps
 from runner.sql import runs as runs_sql
 
-HEAD = "0009"
+HEAD = "0011"
 # What each revision after 0006 adds: a database at an earlier revision lacks these too.
 ADDED_BY = {
     "0007": {
@@ -32,6 +32,21 @@ ADDED_BY = {
         ("add_table", "event_external_claims"),
         ("add_table", "event_work_leases"),
         ("add_index", "idx_evclaim_at"),
+    },
+    "0010": {
+        ("add_table", "event_signups"),
+        ("add_table", "event_signup_pools"),
+        ("add_table", "event_signup_notices"),
+        ("add_table", "event_signup_messages"),
+        ("add_index", "idx_evsign_order"),
+        ("add_index", "idx_evnotice_open"),
+        ("add_index", "idx_evsignmsg_closed"),
+    },
+    "0011": {
+        ("add_table", "event_run_threads"),
+        ("add_table", "event_thread_members"),
+        ("add_table", "event_attendee_grants"),
+        ("add_index", "idx_evthread_open"),
     },
 }
 

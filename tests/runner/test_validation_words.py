@@ -260,7 +260,7 @@ def test_an_unknown_action_suggests_the_near_one(capsys: pytest.CaptureFixture[s
     assert lines == [
         "phase 'main', 1st step, field 'action': unknown action 'discord.anounce'; did you mean "
         "'discord.announce'? (known: core.wait (Wait), discord.announce (Announce in a channel), "
-        "gm.cue (Cue a game master))"
+        "discord.thread (Start a thread on the announcement), gm.cue (Cue a game master))"
     ]
 
 
@@ -319,7 +319,8 @@ def test_an_unknown_placeholder_suggests_the_known_one(
     )
     assert lines == [
         "phase 'main', 1st step, field 'params.content': unknown placeholder {scop} (did you mean "
-        "{scope}?). The placeholders are {scope}, {title}, {start}, {start_relative}; write {{ and }} "
+        "{scope}?). The placeholders are {scope}, {title}, {start}, {start_relative}, {attendees}, "
+        "{attendee_count}; write {{ and }} "
         "for a literal { or }"
     ]
 

@@ -1,0 +1,89 @@
+"""Sign-up buttons in Discord: one per option and Leave, on the message
+``bot.loops.signup_messages`` posts. A press is dispatched by its custom id
+(``bot.custom_ids.SignupPress``) to ``SignupButton``, which this extension's ``setup`` registers,
+so a press works after a restart and in whichever bot process Discord hands it to (the one that
+claimed it, ``bot.claims``): the sign-up lives in the database only.
+
+A press is acknowledged at once (deferred, ephemeral), then answered ephemerally with what the
+database decided (a seat, a place on the waiting list, sign-ups are closed, the roles needed);
+the message's list is then brought up to date by the loop, coalesced.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import discord
+from discord.ext import commands
+
+from bot.custom_ids import SignupPress
+from bot.errors import reply_to_error, send_ephemeral
+from bot.permissions import wrong_guild
+from bot.protocols import served
+from bot.signup_view import LEAVE, custom_id, join_answer, leave_answer
+from runner import signups
+
+if TYPE_CHECKING:
+    from bot.app import EventBot
+
+
+class SignupButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=SignupPress.TEMPLATE):
+    """An option's button (or Leave) on a sign-up message, rebuilt from its custom id."""
+
+    def __init__(self, run_id: int, choice: str) -> None:
+        super().__init__(discord.ui.Button(label=choice, custom_id=custom_id(run_id, choice)))
+        self.run_id = run_id
+        self.choice = choice
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
+    ) -> SignupButton:
+        press = SignupPress.from_match(match)
+        return cls(press.run_id, press.choice)
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        # Only the process that claimed the press acts on it (the other says nothing).
+        bot = served(interaction)
+        if not await bot.interaction_gate.claimed(interaction):
+            return False
+        if wrong_guild(bot.config, interaction.guild_id):
+            await send_ephemeral(interaction, "This bot only serves its own server; nothing was done.")
+            return False
+        return True
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        try:
+            await click(interaction.client, interaction, self.run_id, self.choice)  # type: ignore[arg-type]
+        except Exception as exc:
+            await reply_to_error(interaction, exc)
+
+
+async def click(bot: EventBot, interaction: discord.Interaction, run_id: int, choice: str) -> None:
+    # Acknowledged first, so the answer is in time whatever the database takes.
+    await interaction.response.defer(ephemeral=True, thinking=True)
+    member = interaction.user
+    aliases = {role_id: alias for alias, role_id in bot.config.roles.items()}
+    held = [aliases[r.id] for r in getattr(member, "roles", ()) if r.id in aliases]
+    mentions = {alias: f"<@&{role_id}>" for alias, role_id in bot.config.roles.items()}
+    now = bot.clock.now()
+    name = member.display_name
+    answer: signups.JoinAnswer | signups.LeaveAnswer
+    if choice == LEAVE:
+        answer = await signups.leave(bot.engine, run_id, str(member.id), name, now)
+        text = leave_answer(answer, mentions)
+    else:
+        answer = await signups.join(bot.engine, run_id, str(member.id), name, choice, held, now)
+        text = join_answer(answer, mentions)
+    await interaction.followup.send(text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
+    bot.signup_messages.nudge()
+    # The attendee role and the event thread follow the seat (``bot.loops.attendee_roles``,
+    # ``bot.loops.event_threads``): told now rather than at their next pass.
+    bot.attendee_roles.nudge()
+    bot.event_threads.nudge()
+
+
+async def setup(bot: commands.Bot) -> None:
+    """Loaded by ``EventBot.setup_hook``: a press on any sign-up message reaches ``SignupButton``."""
+    bot.add_dynamic_items(SignupButton)

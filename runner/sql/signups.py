@@ -1,0 +1,368 @@
+"""Statements on the sign-up tables: ``event_signups``, ``event_signup_pools``,
+``event_signup_notices`` and ``event_signup_messages`` (``runner.signups`` composes them).
+
+Who gets a seat is decided by the server: ``take_seat`` is an UPDATE guarded by
+``taken < capacity`` whose row count (matched rows under CLIENT_FOUND_ROWS, and a match always
+changes ``taken``) says yes or no, and the pool's CHECK refuses a count past its capacity even
+to a statement that forgot the guard. Every join and leave of a run first locks the run's ``*``
+pool row (``lock_run``), so within a run they are serialised by the database in the order it
+granted that lock, which is also the click order the waiting list is served in.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from runner.db import insert_ignore
+from runner.schema import runs, signup_messages, signup_notices, signup_pools, signups
+from runner.states import RUN_IN_FLIGHT, SignupStatus
+
+Row = sa.RowMapping
+OVERALL = "*"
+PROMOTED = "promoted"
+
+
+async def run_for_signup(conn: AsyncConnection, run_id: int) -> Row | None:
+    """The run's status, start and the version it runs."""
+    query = sa.select(runs.c.id, runs.c.status, runs.c.scheduled_for, runs.c.version_id).where(
+        runs.c.id == run_id
+    )
+    return (await conn.execute(query)).mappings().first()
+
+
+async def pools_exist(conn: AsyncConnection, run_id: int) -> bool:
+    query = sa.select(signup_pools.c.pool).where(
+        signup_pools.c.run_id == run_id, signup_pools.c.pool == OVERALL
+    )
+    return (await conn.execute(query)).first() is not None
+
+
+async def create_pools(
+    conn: AsyncConnection, run_id: int, overall: int | None, options: Iterable[tuple[str, int | None]]
+) -> None:
+    """The run's pools, once: a second call (another process's, at the same moment) does nothing."""
+    rows = [{"run_id": run_id, "pool": OVERALL, "capacity": overall, "taken": 0, "clicks": 0}]
+    rows += [
+        {"run_id": run_id, "pool": name, "capacity": cap, "taken": 0, "clicks": 0} for name, cap in options
+    ]
+    await conn.execute(insert_ignore(conn, signup_pools), rows)
+
+
+async def next_click(conn: AsyncConnection, run_id: int) -> int | None:
+    """Lock the run's ``*`` pool and take its next click number (``None``: no pools yet)."""
+    where = (signup_pools.c.run_id == run_id, signup_pools.c.pool == OVERALL)
+    moved = await conn.execute(sa.update(signup_pools).where(*where).values(clicks=signup_pools.c.clicks + 1))
+    if moved.rowcount != 1:
+        return None
+    return int((await conn.execute(sa.select(signup_pools.c.clicks).where(*where))).scalar_one())
+
+
+async def lock_run(conn: AsyncConnection, run_id: int) -> bool:
+    """Lock the run's ``*`` pool without taking a click (a leave); ``False``: no pools yet."""
+    query = (
+        sa.select(signup_pools.c.pool)
+        .where(signup_pools.c.run_id == run_id, signup_pools.c.pool == OVERALL)
+        .with_for_update()
+    )
+    return (await conn.execute(query)).first() is not None
+
+
+def _has_room() -> sa.ColumnElement[bool]:
+    return sa.or_(signup_pools.c.capacity.is_(None), signup_pools.c.taken < signup_pools.c.capacity)
+
+
+async def take_seat(conn: AsyncConnection, run_id: int, pool: str) -> bool:
+    """One seat of ``pool`` if it has one left: the server's answer."""
+    result = await conn.execute(
+        sa.update(signup_pools)
+        .where(signup_pools.c.run_id == run_id, signup_pools.c.pool == pool, _has_room())
+        .values(taken=signup_pools.c.taken + 1)
+    )
+    return result.rowcount == 1
+
+
+async def free_seat(conn: AsyncConnection, run_id: int, pool: str) -> None:
+    result = await conn.execute(
+        sa.update(signup_pools)
+        .where(signup_pools.c.run_id == run_id, signup_pools.c.pool == pool, signup_pools.c.taken > 0)
+        .values(taken=signup_pools.c.taken - 1)
+    )
+    assert result.rowcount == 1, f"run {run_id}: freed a seat of {pool!r} that nobody held"
+
+
+async def pools(conn: AsyncConnection, run_id: int) -> Sequence[Row]:
+    query = sa.select(signup_pools).where(signup_pools.c.run_id == run_id)
+    return (await conn.execute(query)).mappings().all()
+
+
+async def signup_of(conn: AsyncConnection, run_id: int, member_id: str) -> Row | None:
+    query = sa.select(signups).where(signups.c.run_id == run_id, signups.c.member_id == member_id)
+    return (await conn.execute(query)).mappings().first()
+
+
+async def write_signup(
+    conn: AsyncConnection,
+    *,
+    run_id: int,
+    member_id: str,
+    member_name: str,
+    option: str,
+    status: SignupStatus,
+    position: int,
+    now: dt.datetime,
+    existed: bool,
+) -> None:
+    values: dict[str, Any] = {
+        "member_name": member_name[:100],
+        "option": option,
+        "status": status.value,
+        "position": position,
+        "joined_at": now,
+        "updated_at": now,
+    }
+    if existed:
+        await conn.execute(
+            sa.update(signups)
+            .where(signups.c.run_id == run_id, signups.c.member_id == member_id)
+            .values(**values)
+        )
+    else:
+        await conn.execute(sa.insert(signups).values(run_id=run_id, member_id=member_id, **values))
+
+
+async def set_status(
+    conn: AsyncConnection,
+    run_id: int,
+    member_id: str,
+    *,
+    from_: SignupStatus,
+    to: SignupStatus,
+    now: dt.datetime,
+) -> bool:
+    """Compare-and-set: moves ``status`` itself, so a loser matches nothing."""
+    result = await conn.execute(
+        sa.update(signups)
+        .where(signups.c.run_id == run_id, signups.c.member_id == member_id, signups.c.status == from_.value)
+        .values(status=to.value, updated_at=now)
+    )
+    return result.rowcount == 1
+
+
+async def first_waitlisted_with_room(conn: AsyncConnection, run_id: int) -> Row | None:
+    """The waitlisted member with the lowest position whose option has a seat free."""
+    query = (
+        sa.select(signups)
+        .join(
+            signup_pools,
+            sa.and_(signup_pools.c.run_id == signups.c.run_id, signup_pools.c.pool == signups.c.option),
+        )
+        .where(signups.c.run_id == run_id, signups.c.status == SignupStatus.WAITLISTED.value, _has_room())
+        .order_by(signups.c.position)
+        .limit(1)
+    )
+    return (await conn.execute(query)).mappings().first()
+
+
+async def waitlist_place(conn: AsyncConnection, run_id: int, option: str, position: int) -> int:
+    """Where a waitlisted member of ``option`` stands in its waiting list (1: next)."""
+    query = sa.select(sa.func.count()).where(
+        signups.c.run_id == run_id,
+        signups.c.option == option,
+        signups.c.status == SignupStatus.WAITLISTED.value,
+        signups.c.position <= position,
+    )
+    return int((await conn.execute(query)).scalar_one())
+
+
+async def for_run(conn: AsyncConnection, run_id: int, *, with_cancelled: bool = False) -> Sequence[Row]:
+    query = sa.select(signups).where(signups.c.run_id == run_id).order_by(signups.c.position)
+    if not with_cancelled:
+        query = query.where(signups.c.status != SignupStatus.CANCELLED.value)
+    return (await conn.execute(query)).mappings().all()
+
+
+async def counts_for_runs(conn: AsyncConnection, run_ids: Sequence[int]) -> Sequence[Row]:
+    """(run_id, status, n) for every run asked about: the counts ``/event status`` shows."""
+    if not run_ids:
+        return []
+    query = (
+        sa.select(signups.c.run_id, signups.c.status, sa.func.count().label("n"))
+        .where(signups.c.run_id.in_(list(run_ids)), signups.c.status != SignupStatus.CANCELLED.value)
+        .group_by(signups.c.run_id, signups.c.status)
+    )
+    return (await conn.execute(query)).mappings().all()
+
+
+# ── The notice outbox ────────────────────────────────────────────────────
+
+
+async def add_notice(
+    conn: AsyncConnection, run_id: int, member_id: str, option: str, seq: int, now: dt.datetime
+) -> None:
+    await conn.execute(
+        sa.insert(signup_notices).values(
+            run_id=run_id, member_id=member_id, kind=PROMOTED, seq=seq, option=option, created_at=now
+        )
+    )
+
+
+async def open_notices(conn: AsyncConnection, now: dt.datetime, limit: int) -> Sequence[Row]:
+    """Undelivered notices nobody holds a live lease on, oldest first."""
+    query = (
+        sa.select(signup_notices)
+        .where(
+            signup_notices.c.delivered_at.is_(None),
+            sa.or_(signup_notices.c.lease_until.is_(None), signup_notices.c.lease_until <= now),
+        )
+        .order_by(signup_notices.c.id)
+        .limit(limit)
+    )
+    return (await conn.execute(query)).mappings().all()
+
+
+async def claim_notice(
+    conn: AsyncConnection, notice_id: int, owner: str, now: dt.datetime, until: dt.datetime
+) -> bool:
+    """Compare-and-set on the lease: moves ``lease_until`` forward past ``now``, so a second
+    claimer in the same instant matches nothing."""
+    result = await conn.execute(
+        sa.update(signup_notices)
+        .where(
+            signup_notices.c.id == notice_id,
+            signup_notices.c.delivered_at.is_(None),
+            sa.or_(signup_notices.c.lease_until.is_(None), signup_notices.c.lease_until <= now),
+        )
+        .values(claimed_by=owner, lease_until=until, attempts=signup_notices.c.attempts + 1)
+    )
+    return result.rowcount == 1
+
+
+async def settle_notice(
+    conn: AsyncConnection,
+    notice_id: int,
+    owner: str,
+    now: dt.datetime,
+    *,
+    via: str | None,
+    error: str | None,
+    retry_at: dt.datetime | None = None,
+) -> bool:
+    """Delivered (``via``), or not this time (``error``, tried again after ``retry_at``); only
+    by the lease's holder."""
+    values: dict[str, Any] = {"last_error": error[:500] if error else None}
+    if via is not None:
+        values.update(delivered_at=now, delivered_via=via)
+    else:
+        values.update(lease_until=retry_at or now)
+    result = await conn.execute(
+        sa.update(signup_notices)
+        .where(
+            signup_notices.c.id == notice_id,
+            signup_notices.c.claimed_by == owner,
+            signup_notices.c.delivered_at.is_(None),
+        )
+        .values(**values)
+    )
+    return result.rowcount == 1
+
+
+async def notices_for_run(conn: AsyncConnection, run_id: int) -> Sequence[Row]:
+    query = sa.select(signup_notices).where(signup_notices.c.run_id == run_id).order_by(signup_notices.c.id)
+    return (await conn.execute(query)).mappings().all()
+
+
+# ── The sign-up message ──────────────────────────────────────────────────
+
+
+async def message_of(conn: AsyncConnection, run_id: int) -> Row | None:
+    query = sa.select(signup_messages).where(signup_messages.c.run_id == run_id)
+    return (await conn.execute(query)).mappings().first()
+
+
+async def runs_without_message(conn: AsyncConnection, after_run_id: int, limit: int) -> Sequence[Row]:
+    """Runs in flight, with an id past ``after_run_id``, that have no sign-up message row."""
+    query = (
+        sa.select(runs.c.id, runs.c.version_id)
+        .outerjoin(signup_messages, signup_messages.c.run_id == runs.c.id)
+        .where(
+            runs.c.id > after_run_id,
+            signup_messages.c.run_id.is_(None),
+            runs.c.status.in_([s.value for s in RUN_IN_FLIGHT]),
+        )
+        .order_by(runs.c.id)
+        .limit(limit)
+    )
+    return (await conn.execute(query)).mappings().all()
+
+
+async def claim_message(
+    conn: AsyncConnection, run_id: int, channel_id: str, owner: str, now: dt.datetime, until: dt.datetime
+) -> bool:
+    """The row written before the post: ``False`` when another process wrote it first."""
+    result = await conn.execute(
+        insert_ignore(conn, signup_messages).values(
+            run_id=run_id,
+            channel_id=channel_id,
+            claimed_by=owner,
+            claim_expires_at=until,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    return result.rowcount == 1
+
+
+async def reclaim_unposted(
+    conn: AsyncConnection, run_id: int, owner: str, now: dt.datetime, until: dt.datetime
+) -> bool:
+    """A row whose poster died before storing the message id, once its claim ran out: moves the
+    claim's expiry forward, so one claimer wins."""
+    result = await conn.execute(
+        sa.update(signup_messages)
+        .where(
+            signup_messages.c.run_id == run_id,
+            signup_messages.c.message_id.is_(None),
+            signup_messages.c.claim_expires_at <= now,
+        )
+        .values(claimed_by=owner, claim_expires_at=until, updated_at=now)
+    )
+    return result.rowcount == 1
+
+
+async def unposted_messages(conn: AsyncConnection, now: dt.datetime) -> Sequence[Row]:
+    query = sa.select(signup_messages).where(
+        signup_messages.c.message_id.is_(None), signup_messages.c.claim_expires_at <= now
+    )
+    return (await conn.execute(query)).mappings().all()
+
+
+async def message_posted(
+    conn: AsyncConnection, run_id: int, message_id: str, digest: str, now: dt.datetime
+) -> None:
+    await conn.execute(
+        sa.update(signup_messages)
+        .where(signup_messages.c.run_id == run_id)
+        .values(message_id=message_id, digest=digest, shown_at=now, updated_at=now)
+    )
+
+
+async def message_shown(
+    conn: AsyncConnection, run_id: int, digest: str, now: dt.datetime, *, closed: bool
+) -> None:
+    await conn.execute(
+        sa.update(signup_messages)
+        .where(signup_messages.c.run_id == run_id)
+        .values(digest=digest, shown_at=now, closed=closed, updated_at=now)
+    )
+
+
+async def open_messages(conn: AsyncConnection) -> Sequence[Row]:
+    query = sa.select(signup_messages).where(
+        signup_messages.c.closed.is_(False), signup_messages.c.message_id.is_not(None)
+    )
+    return (await conn.execute(query)).mappings().all()

@@ -1,0 +1,114 @@
+"""``signup:`` on an event: its shape, every problem located (``signup.options.tank``), and its
+role and channel aliases checked against the config beside the steps' aliases."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actions import validation_registry
+from runner.definitions import EventDefinition, SignupDefinition, validate
+from runner.errors import DefinitionError
+from tests.support.definitions import event, phase, wait
+from wiring.config import load
+from wiring.definition_checks import check_aliases, check_parsed
+
+EXAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "config.example.yaml"
+
+
+def with_signup(signup: Any) -> dict[str, Any]:
+    return event("raid", phase("main", wait("1m")), signup=signup)
+
+
+def problems_of(signup: Any) -> list[str]:
+    with pytest.raises(DefinitionError) as caught:
+        validate(with_signup(signup), validation_registry())
+    return [str(p) for p in caught.value.problems]
+
+
+def test_named_slots_with_capacities_an_overall_capacity_and_a_closing_time() -> None:
+    definition = validate(
+        with_signup(
+            {
+                "options": {"tank": 2, "healer": 2, "dps": 6},
+                "capacity": 10,
+                "closes": "2h",
+                "late_cancel": "90m",
+                "roles": ["staff"],
+                "attendee_role": "event-team",
+                "channel": "announcements",
+            }
+        ),
+        validation_registry(),
+    )
+    signup = definition.signup
+    assert signup is not None
+    assert signup.options == {"tank": 2, "healer": 2, "dps": 6}
+    assert (signup.capacity, signup.closes_before_start(), signup.late_cancel) == (10, 7200.0, 5400.0)
+    assert signup.role_aliases() == ["staff", "event-team"]
+
+
+def test_a_list_of_names_is_options_without_a_capacity_and_sign_ups_close_at_the_start() -> None:
+    signup = SignupDefinition.model_validate({"options": ["going", "maybe"]})
+    assert signup.options == {"going": None, "maybe": None}
+    assert signup.closes == "start" and signup.closes_before_start() == 0.0
+    assert signup.late_cancel == 2 * 3600
+
+
+@pytest.mark.parametrize(
+    ("signup", "said"),
+    [
+        ({"options": {"tank": 0, "dps": 6}}, "field 'signup.options.tank': must be at least 1"),
+        ({"options": {"tank": "two"}}, "field 'signup.options.tank': must be a whole number"),
+        ({"options": {"Tank": 2}}, "'Tank' is not a key (it has upper case letters)"),
+        ({"options": []}, "field 'signup.options': give at least one option"),
+        ({"options": ["going", "going"]}, "field 'signup.options': options listed twice: going"),
+        ({"options": ["going"], "closes": "soon"}, "field 'signup.closes': 'soon' is not a duration"),
+        ({"options": ["going"], "roles": ["123456"]}, "field 'signup.roles.0': '123456' is a role id"),
+        ({"options": ["going"], "attendee_role": "a b"}, "field 'signup.attendee_role': 'a b' is not a role"),
+        ({"options": ["going"], "channel": "Town Square"}, "field 'signup.channel': 'Town Square' is not a"),
+        ({"options": {"tank": 2}, "capacity": 5}, "field 'signup': capacity 5 can never be reached"),
+        ({"options": ["going"], "seats": 5}, "field 'signup.seats'"),
+    ],
+)
+def test_every_problem_names_its_place_in_the_sign_up(signup: dict[str, Any], said: str) -> None:
+    found = problems_of(signup)
+    assert any(said in line for line in found), found
+
+
+def test_two_problems_in_one_sign_up_are_both_reported() -> None:
+    found = problems_of({"options": {"tank": 0, "dps": "x"}, "closes": "soon"})
+    assert sum("signup." in line for line in found) == 3, found
+
+
+def test_an_event_without_a_sign_up_hashes_as_it_did_before_sign_ups_existed() -> None:
+    definition = EventDefinition.model_validate(event("plain", phase("main", wait("1m"))))
+    assert '"signup"' not in definition.canonical_json()
+
+
+def test_the_sign_ups_aliases_are_checked_against_the_config_beside_the_steps() -> None:
+    config = load(EXAMPLE_CONFIG)
+    spec = with_signup(
+        {
+            "options": ["going"],
+            "roles": ["staff", "raiders"],
+            "attendee_role": "quizmaster",
+            "channel": "raids",
+        }
+    )
+    checked = [check_parsed("raid.yaml", spec, validation_registry())]
+    assert checked[0].valid
+    asyncio.run(check_aliases(checked, config))
+    found = [str(p) for p in checked[0].problems]
+    assert any("'signup.roles.1': role 'raiders' is not one of the role aliases" in line for line in found)
+    assert any(
+        "'signup.attendee_role': role 'quizmaster'" in line and "did you mean 'quizmasters'" in line
+        for line in found
+    ), found
+    assert any(
+        "'signup.channel': channel 'raids' is not one of the channel aliases" in line for line in found
+    )
+    assert not any("signup.roles.0" in line for line in found)
