@@ -269,7 +269,7 @@ class DiscordDelivery:
             return [str(exc)]
         guild = getattr(channel, "guild", None)
         me = guild.me if guild is not None else None
-        if me is None:
+        if guild is None or me is None:
             return [
                 f"cannot check the bot's permissions in {_label(channel, ref)}: not connected to its server"
             ]
@@ -392,7 +392,10 @@ class DiscordDelivery:
         ids = {"run_id": request.run_id, "step_id": request.step_id, "channel_id": channel.id}
         try:
             await self.budget.take(channel.id)
-            return await channel.send(embed=embed, nonce=nonce_for(request.idempotency_key), **fields)
+            sent: discord.Message = await channel.send(
+                embed=embed, nonce=nonce_for(request.idempotency_key), **fields
+            )
+            return sent
         except discord.Forbidden as exc:
             error = DeliveryError(self._forbidden(channel, exc, embed is not None), transient=False)
         except discord.NotFound as exc:

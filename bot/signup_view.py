@@ -102,7 +102,7 @@ def signup_embed(listed: signups.SignupList, title: str, now: dt.datetime) -> di
 
 def digest(embed: discord.Embed, view: discord.ui.View) -> str:
     """What an edit would show, as one hash: an edit equal to the last one is never sent."""
-    shown = {"embed": embed.to_dict(), "buttons": [item.to_component_dict() for item in view.children]}  # type: ignore[attr-defined]
+    shown = {"embed": embed.to_dict(), "buttons": [item.to_component_dict() for item in view.children]}
     return hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()
 
 

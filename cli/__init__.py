@@ -400,8 +400,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _exit_code(exc.code)
     _configure_streams()
     _configure_logging(args.command, args.verbose, args.log_format)
+    handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        return args.handler(args)
+        return handler(args)
     except ConfigError as exc:
         where = f" ({exc.source})" if exc.source else ""
         print(f"the configuration is not valid{where}:", file=sys.stderr)

@@ -38,7 +38,14 @@ def _leftover_rehearsal_arguments(args: argparse.Namespace) -> None:
 
 
 def cmd_rehearse(args: argparse.Namespace) -> int:
-    from rehearsal import RehearsalOptions, cancel_rehearsals, is_terminal, rehearse, resume_rehearsals
+    from rehearsal import (
+        CueMode,
+        RehearsalOptions,
+        cancel_rehearsals,
+        is_terminal,
+        rehearse,
+        resume_rehearsals,
+    )
 
     leftovers = args.resume or args.cancel is not None
     if leftovers:
@@ -46,7 +53,8 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     elif args.file is None:
         raise UsageError("name the event definition FILE to rehearse")
     config = load_config(args.config)
-    cues = args.cues or ("ask" if is_terminal(sys.stdin) else "confirm")
+    # argparse's choices= keeps --cues to the three modes.
+    cues: CueMode = args.cues or ("ask" if is_terminal(sys.stdin) else "confirm")
     options = RehearsalOptions(
         file=None if leftovers else Path(args.file),
         cues=cues,

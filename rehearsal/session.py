@@ -15,6 +15,7 @@ from actions import build_registry
 from bridge.listings import Desired, desired_state
 from rehearsal import transcript
 from rehearsal.console import Console, format_duration, is_terminal, run_label
+from rehearsal.delivery import ConsoleDelivery
 from runner import catalog, views
 from runner.clock import ManualClock
 from runner.definitions import REMINDER_ACTION, REMINDERS_PHASE, EventDefinition
@@ -76,7 +77,7 @@ class Rehearsal:
 
     def __init__(
         self,
-        services: Services,
+        services: Services[ConsoleDelivery],
         definition: EventDefinition | None,
         options: RehearsalOptions,
         console: Console,

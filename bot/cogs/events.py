@@ -67,7 +67,7 @@ def resolve_scope(value: str | None, scopes: Sequence[str]) -> str | None:
 
 async def reply(interaction: discord.Interaction, text: str | None = None, **fields: object) -> None:
     text = rendering.clip(text or "", limits.CONTENT_MAX)
-    await interaction.followup.send(text, ephemeral=True, **fields)  # type: ignore[arg-type]
+    await interaction.followup.send(text, ephemeral=True, **fields)  # type: ignore[call-overload]
 
 
 def matches(current: str, *texts: str) -> bool:
@@ -140,6 +140,9 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
     async def _definitions(
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
+        return await self._definition_choices(current)
+
+    async def _definition_choices(self, current: str) -> list[app_commands.Choice[str]]:
         found = await views.list_definitions(self.bot.services.engine, self.bot.services.versions)
         choices = []
         for d in found:
@@ -344,7 +347,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
     async def _upcoming_events(
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
-        return await self._definitions(interaction, current)
+        return await self._definition_choices(current)
 
     # ── publishing ────────────────────────────────────────────────────────
 

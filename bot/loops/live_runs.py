@@ -178,7 +178,11 @@ class LiveRuns:
         """One pass (never raises): read which runs moved, and update the messages that may be."""
         interval = self.loop.interval
         channel_id = self.channel_id
-        channel = self.client.get_channel(channel_id) if channel_id is not None else None
+        found = self.client.get_channel(channel_id) if channel_id is not None else None
+        # A channel kind that takes no messages (a category, a forum) is as good as not seen.
+        channel = (
+            found if isinstance(found, discord.TextChannel | discord.Thread | discord.VoiceChannel) else None
+        )
         if channel is not None:
             taken = await self.lease.take()
             if taken is None:
@@ -266,12 +270,12 @@ class LiveRuns:
         view = await live_view(self.engine, run_id, self.versions, clock)
         if view is None:
             return True
-        if row is not None and row.message_id is not None:
-            if self._deleted.pop(run_id, None) == row.message_id:
-                await self.store.forget(run_id, row.message_id, clock)
+        if row is not None and (message_id := row.message_id) is not None:
+            if self._deleted.pop(run_id, None) == message_id:
+                await self.store.forget(run_id, message_id, clock)
                 row = dataclasses.replace(row, message_id=None)
             else:
-                self._runs_of[row.message_id] = run_id
+                self._runs_of[message_id] = run_id
         embed = live_embed(view, self.config.guild_id)
         rendered = digest(embed)
         if row is not None and row.message_id is not None:

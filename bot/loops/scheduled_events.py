@@ -66,7 +66,7 @@ class Mirror:
         config: Config,
         service: ListingService,
         *,
-        lease: WorkLease | None,
+        lease: WorkLease,
         interval: float,
         notice: Callable[[str], None] = lambda text: None,
     ) -> None:
