@@ -486,7 +486,8 @@ run_threads = sa.Table(
 thread_members = sa.Table(
     "event_thread_members",
     metadata,
-    # The confirmed attendees already added to a run's thread, so each is added once.
+    # The attendees the bot has added to a run's thread, so each is added once; deleted once
+    # Discord accepted taking the member out again (they gave up their seat).
     sa.Column("thread_id", sa.String(32), primary_key=True),
     sa.Column("member_id", sa.String(32), primary_key=True),
     sa.Column("added_at", _utc_datetime(), nullable=False),
