@@ -21,6 +21,7 @@ from actions import limits
 from actions.delivery import Announcement, Cue, Delivery, DeliveryError, Embed, EmbedField, Posted
 from runner import placeholders
 from runner.registry import Action, Envelope
+from runner.states import AWAIT_HUMAN, AnswerKey
 from runner.views import StepContext
 
 Describe = Callable[[int, int], Awaitable[StepContext | None]]
@@ -341,13 +342,18 @@ async def _deliver(
     if envelope.verify:
         problems = await delivery.check(request)
         if problems:
-            return {"ok": False, "retry": False, "error": "; ".join(problems), "problems": problems}
-        return {"ok": True}
+            return {
+                AnswerKey.OK: False,
+                AnswerKey.RETRY: False,
+                AnswerKey.ERROR: "; ".join(problems),
+                AnswerKey.PROBLEMS: problems,
+            }
+        return {AnswerKey.OK: True}
     try:
         posted = await send(request)
     except DeliveryError as exc:
-        return {"ok": False, "retry": exc.transient, "error": str(exc)}
-    answer: dict[str, Any] = {"ok": True, "output": {"posted": posted.as_dict()}}
+        return {AnswerKey.OK: False, AnswerKey.RETRY: exc.transient, AnswerKey.ERROR: str(exc)}
+    answer: dict[str, Any] = {AnswerKey.OK: True, AnswerKey.OUTPUT: {"posted": posted.as_dict()}}
     if park:
-        answer["await"] = "human"
+        answer[AnswerKey.AWAIT] = AWAIT_HUMAN
     return answer

@@ -18,8 +18,7 @@ import discord
 from actions import limits
 from bot.rendering import clip, fit, fit_list, person, run_name, status_colour, timestamp
 from bridge.live import HumanAction, LiveView, PostedLink, Waiting, WaitKind
-from runner.answers import Control
-from runner.states import Health, RunStatus
+from runner.states import Control, Health, RunStatus
 
 
 def headline(status: RunStatus | str) -> str:

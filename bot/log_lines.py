@@ -19,9 +19,8 @@ from typing import Any
 from actions import limits
 from bot.rendering import clip, person, run_name, timestamp
 from runner import history
-from runner.answers import Control
 from runner.definitions import shown_duration
-from runner.states import Health, RunStatus
+from runner.states import Control, Health, RunStatus
 from runner.views import RunView, StepView, step_name
 
 # What a person reads as the message a step posted, by the step's action.

@@ -28,7 +28,7 @@ from runner.history import Actor, Entry, RunEnding
 from runner.records import RunRecord
 from runner.sql import run_log as run_log_sql
 from runner.sql import runs as runs_sql
-from runner.states import RUN_TERMINAL, STEP_OPEN, RunStatus, StepStatus
+from runner.states import RUN_TERMINAL, STEP_OPEN, Control, RunStatus, StepStatus
 from runner.views.runs import RunView, StepView, run_view, step_name
 
 # The actor the schedule starts its occurrences as: a start, but nobody's hand.
@@ -218,15 +218,15 @@ def _last_action(entries: Sequence[Entry], run: RunView) -> HumanAction | None:
         if entry.step_id is not None and step is None:
             step = step_name(entry.step_id)
         if isinstance(event, history.RunCreated):
-            return HumanAction("start", actor, entry.at)
+            return HumanAction(Control.START, actor, entry.at)
         if isinstance(event, history.RunStatusChanged) and event.control:
             return HumanAction(event.control, actor, entry.at, note=event.reason)
         if isinstance(event, history.StepConfirmed):
-            return HumanAction("confirm", actor, entry.at, step, event.note)
+            return HumanAction(Control.CONFIRM, actor, entry.at, step, event.note)
         if isinstance(event, history.StepSkipped):
-            return HumanAction("skip", actor, entry.at, step, event.note)
+            return HumanAction(Control.SKIP, actor, entry.at, step, event.note)
         if isinstance(event, history.StepRequeued):
-            return HumanAction("retry", actor, entry.at, step)
+            return HumanAction(Control.RETRY, actor, entry.at, step)
     return None
 
 

@@ -61,6 +61,49 @@ class ActionOutcome(enum.StrEnum):
     TERMINAL = "terminal"
 
 
+class AnswerKey(enum.StrEnum):
+    """The keys of an action's answer, the seeds' dict protocol (§F), which
+    ``dispatch.classify`` reads into an ``ActionOutcome``. The answer stays a plain dict (these
+    members are its keys as they are spelled on the wire)::
+
+        {"ok": True}                         done
+        {"ok": True, "holdFor": 300}         done, and hold the next step for 300 s
+        {"ok": True, "await": "human"}       parked: a cue waits for a GM's confirm or skip
+        {"ok": False, "retry": False, ...}   terminal failure
+        anything else                        transient failure (retried)
+
+    A verify answers ``{"ok": True}`` or ``{"ok": False, "retry": False, "problems": [...]}``.
+    """
+
+    OK = "ok"
+    RETRY = "retry"
+    HOLD_FOR = "holdFor"
+    AWAIT = "await"
+    ERROR = "error"
+    PROBLEMS = "problems"
+    # Kept on the step (where a cue was posted, for one).
+    OUTPUT = "output"
+    # Written by ``dispatch`` itself for an action that outran its budget.
+    TIMED_OUT = "__timedOut"
+
+
+# The ``await`` of an answer that parks its step until a person settles it.
+AWAIT_HUMAN = "human"
+
+
+class Control(enum.StrEnum):
+    """The controls, the moves a person makes on a run or a step (``runner.controls``); a run's
+    status line records the one that moved it, and front ends say "cannot pause: …"."""
+
+    START = "start"
+    PAUSE = "pause"
+    RESUME = "resume"
+    CANCEL = "cancel"
+    RETRY = "retry"
+    CONFIRM = "confirm"
+    SKIP = "skip"
+
+
 _R = RunStatus
 
 RUN_TERMINAL: frozenset[RunStatus] = frozenset({_R.COMPLETED, _R.CANCELLED, _R.FAILED, _R.MISSED})

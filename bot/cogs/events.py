@@ -85,7 +85,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
 
     # ── start / rehearse ──────────────────────────────────────────────────
 
-    @app_commands.command(name="start", description="Start a published event now", extras=START)
+    @app_commands.command(name=Control.START.value, description="Start a published event now", extras=START)
     @app_commands.describe(definition="The event to start", scope="One scope (default: every scope)")
     async def start(
         self, interaction: discord.Interaction, definition: str, scope: str | None = None
@@ -171,9 +171,11 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         return choices[:MAX_CHOICES]
 
     # ── run controls ──────────────────────────────────────────────────────
+    # Each control's command (start's above too) is named for it: the word its answers use
+    # ("cannot pause: …").
 
     @app_commands.command(
-        name="pause", description="Pause a run (a step being sent finishes)", extras=CONTROL
+        name=Control.PAUSE.value, description="Pause a run (a step being sent finishes)", extras=CONTROL
     )
     @app_commands.describe(run="The run to pause")
     async def pause(self, interaction: discord.Interaction, run: int) -> None:
@@ -181,21 +183,25 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         result = await self.bot.services.controls.pause(run, actor=actor_of(interaction.user))
         await self._done(interaction, result)
 
-    @app_commands.command(name="resume", description="Resume a paused run", extras=CONTROL)
+    @app_commands.command(name=Control.RESUME.value, description="Resume a paused run", extras=CONTROL)
     @app_commands.describe(run="The run to resume")
     async def resume(self, interaction: discord.Interaction, run: int) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         result = await self.bot.services.controls.resume(run, actor=actor_of(interaction.user))
         await self._done(interaction, result)
 
-    @app_commands.command(name="retry", description="Retry the failed step a run stopped at", extras=CONTROL)
+    @app_commands.command(
+        name=Control.RETRY.value, description="Retry the failed step a run stopped at", extras=CONTROL
+    )
     @app_commands.describe(run="The run to retry")
     async def retry(self, interaction: discord.Interaction, run: int) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         result = await self.bot.services.controls.retry(run, actor=actor_of(interaction.user))
         await self._done(interaction, result)
 
-    @app_commands.command(name="cancel", description="Cancel a run; its open cues are closed", extras=CONTROL)
+    @app_commands.command(
+        name=Control.CANCEL.value, description="Cancel a run; its open cues are closed", extras=CONTROL
+    )
     @app_commands.describe(run="The run to cancel", reason="Why (it goes in the run's history)")
     async def cancel(
         self, interaction: discord.Interaction, run: int, reason: app_commands.Range[str, 1, 300]
@@ -213,7 +219,9 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
             edited = await mark_settled(self.client, result.cues, text)
         await self._done(interaction, result, edited=edited)
 
-    @app_commands.command(name="skip", description="Skip a pending step or a waiting cue", extras=CONTROL)
+    @app_commands.command(
+        name=Control.SKIP.value, description="Skip a pending step or a waiting cue", extras=CONTROL
+    )
     @app_commands.describe(run="The run", step="The step to skip")
     async def skip(self, interaction: discord.Interaction, run: int, step: int) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
