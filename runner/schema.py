@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
 from runner.states import (
+    LISTING_FINAL,
     RUN_HOLDS_KEY,
     RUN_IN_FLIGHT,
     RUN_IN_PROGRESS,
@@ -271,9 +272,8 @@ listings = sa.Table(
     sa.Index("idx_evlist_retry", "claim_expires_at"),
 )
 
-# The ``pushed_status`` values after which a listing is never pushed again: the mirror leaves
-# these rows alone (``bridge.sql.listings``), and retention may delete them with their run.
-LISTING_FINAL_STATUSES = ("completed", "cancelled", "gone", "skipped")
+# ``states.LISTING_FINAL`` in a fixed order, for the statements that filter ``pushed_status``.
+LISTING_FINAL_STATUSES = tuple(sorted(LISTING_FINAL))
 
 live_messages = sa.Table(
     "event_run_live_messages",

@@ -104,6 +104,20 @@ class Control(enum.StrEnum):
     SKIP = "skip"
 
 
+class ListingStatus(enum.StrEnum):
+    """A run's listing (``event_run_listings.pushed_status``): the status of the Discord scheduled
+    event last pushed for it, or what a publisher stored when no request was worth making."""
+
+    SCHEDULED = "scheduled"
+    ACTIVE = "active"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    # The event was deleted in Discord: never recreate it.
+    GONE = "gone"
+    # The occurrence was over before it could be listed.
+    SKIPPED = "skipped"
+
+
 _R = RunStatus
 
 RUN_TERMINAL: frozenset[RunStatus] = frozenset({_R.COMPLETED, _R.CANCELLED, _R.FAILED, _R.MISSED})
@@ -136,6 +150,14 @@ RUN_TRANSITIONS: Mapping[RunStatus, frozenset[RunStatus]] = MappingProxyType(
         **{status: frozenset() for status in RUN_TERMINAL},
     }
 )
+
+_L = ListingStatus
+
+# The listings never pushed again: the mirror leaves these rows alone (``bridge.sql.listings``),
+# and retention may delete them with their run.
+LISTING_FINAL: frozenset[ListingStatus] = frozenset({_L.COMPLETED, _L.CANCELLED, _L.GONE, _L.SKIPPED})
+# The listings that occupy one of Discord's 100 slots.
+LISTING_LISTED: frozenset[ListingStatus] = frozenset({_L.SCHEDULED, _L.ACTIVE})
 
 _S = StepStatus
 
