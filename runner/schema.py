@@ -339,8 +339,8 @@ run_summaries = sa.Table(
     sa.Column("ended_by_id", sa.String(64), nullable=True),
     sa.Column("ended_by_name", sa.String(100), nullable=True),
     sa.Column("ended_why", sa.String(500), nullable=True),
-    # How many of its steps ended how ({"done": 4, "skipped": 1}), its reminders apart, and
-    # how many run-log lines it had.
+    # How many of its steps ended in each status (an object of ``StepStatus`` value to count),
+    # its reminders apart, and how many run-log lines it had.
     sa.Column("steps", sa.JSON, nullable=True),
     sa.Column("reminders", sa.JSON, nullable=True),
     sa.Column("log_lines", sa.Integer, nullable=False, server_default=sa.text("0")),
