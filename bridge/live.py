@@ -35,14 +35,17 @@ from runner.views.runs import RunView, StepView, run_view, step_name
 SCHEDULE_ACTOR = "schedule"
 
 
-class WaitKind(enum.StrEnum):
-    START = "start"  # scheduled, not started yet
-    BLOCKED = "blocked"  # another run holds its concurrency key
-    GM = "gm"  # a cue posted, waiting for a GM's Confirm or Skip
-    WAIT = "wait"  # the next step is held until a time (a wait)
-    RETRY = "retry"  # a step failed and is retried at a time
-    PAUSED = "paused"  # paused by a person, or by a step that failed
-    ACTION = "action"  # a step's action is running now
+class WaitKind(enum.Enum):
+    """What a run in flight waits for. A tag the renderer matches on, never stored, sent or
+    compared with a string: its members have no words of their own."""
+
+    START = enum.auto()  # scheduled, not started yet
+    BLOCKED = enum.auto()  # another run holds its concurrency key
+    GM = enum.auto()  # a cue posted, waiting for a GM's Confirm or Skip
+    WAIT = enum.auto()  # the next step is held until a time (a wait)
+    RETRY = enum.auto()  # a step failed and is retried at a time
+    PAUSED = enum.auto()  # paused by a person, or by a step that failed
+    ACTION = enum.auto()  # a step's action is running now
 
 
 @dataclass(frozen=True)
