@@ -4,6 +4,11 @@ The statuses are ``StrEnum``s whose values are the stored strings, so a row's ``
 ``RunStatus.RUNNING`` compare equal and the schema's ENUM columns are built from these. The
 transition tables are what ``lifecycle.move_run`` checks every run move against; the groups
 below are the only place a set of statuses is spelled out.
+
+The words that cross the runner's edges are here too, for the same reason: an action's answer
+(``AnswerKey``, read into an ``ActionOutcome``), the controls a person presses (``Control``) and
+a listing's ``pushed_status`` (``ListingStatus``). Nothing else in the product spells them as
+strings (``tests/test_status_literals.py``).
 """
 
 from __future__ import annotations
