@@ -36,7 +36,7 @@ from bot.cue_messages import cue_embed, cue_view, mark_settled, settled_text
 from bot.rendering import REHEARSAL_MARK, clip, person
 from runner.controls import CueRef
 from runner.history import RunEnding
-from runner.states import StepStatus
+from runner.states import ActionOutcome, StepStatus
 from wiring.config import Config
 from wiring.control_text import closed_cue_text
 
@@ -155,7 +155,7 @@ class DiscordDelivery:
             "run %s step %s: %s failure: %s",
             request.run_id,
             request.step_id,
-            "transient" if error.transient else "terminal",
+            "transient" if error.transient else ActionOutcome.TERMINAL,
             error,
             extra=ids,
         )
@@ -416,7 +416,7 @@ class DiscordDelivery:
             "run %s step %s: %s failure: %s",
             request.run_id,
             request.step_id,
-            "transient" if error.transient else "terminal",
+            "transient" if error.transient else ActionOutcome.TERMINAL,
             error,
             extra=ids,
         )

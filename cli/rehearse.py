@@ -22,6 +22,7 @@ from cli.common import (
 )
 from cli.definitions import config_line
 from runner.db import DATABASE_ERRORS
+from runner.states import Control
 
 
 def _leftover_rehearsal_arguments(args: argparse.Namespace) -> None:
@@ -54,7 +55,7 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         raise UsageError("name the event definition FILE to rehearse")
     config = load_config(args.config)
     # argparse's choices= keeps --cues to the three modes.
-    cues: CueMode = args.cues or ("ask" if is_terminal(sys.stdin) else "confirm")
+    cues: CueMode = args.cues or ("ask" if is_terminal(sys.stdin) else Control.CONFIRM)
     options = RehearsalOptions(
         file=None if leftovers else Path(args.file),
         cues=cues,

@@ -25,7 +25,7 @@ QUOTED_WORD = re.compile(rf"[\"']({WORDS})[\"']")
 # (its name in the schema and the row key that reads it), ControlResult's ``ok`` field, four of the
 # reason codes (``Reason.PAUSED`` …), the delivery log's "terminal" failure and the rehearsal's
 # --json reminder outcome.
-MOST = 9
+MOST = 8
 
 
 def quoted_words(path: Path) -> list[str]:
