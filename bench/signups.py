@@ -29,14 +29,10 @@ import datetime as dt
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import discord
-import simcord
 from discord.ext import commands
-from simcord import interactions as simcord_interactions
-from simcord.backend import serializers
-from simcord.enums import ComponentType, InteractionType
 
 from actions import validation_registry
 from bench.backends import Backend, fresh_engine
@@ -45,6 +41,11 @@ from bot.app import EventBot, create_bot, sync_tree
 from bot.loops.signup_messages import EDIT_GAP
 from runner import catalog, definitions
 from wiring.config import Config
+
+if TYPE_CHECKING:
+    # simcord comes with the ``test`` extra; imported where it is used, so ``python -m bench``
+    # without it still runs every other benchmark (this one reports the ImportError).
+    import simcord
 
 CLICKS = 50
 SPREAD = 2.0  # seconds of wall time the 50 presses arrive over
@@ -128,6 +129,10 @@ def _spec() -> dict[str, Any]:
 def _press_payload(env: simcord.Env, member: simcord.MemberActor, message: Any, custom_id: str) -> Any:
     """Hand the gateway the press ``member.click`` would, without waiting for the bot to settle;
     answers simcord's interaction record (its id is in the ack's and followup's paths)."""
+    from simcord import interactions as simcord_interactions
+    from simcord.backend import serializers
+    from simcord.enums import ComponentType, InteractionType
+
     backend = env.backend
     stored = backend.get_message(message.channel.id, message.id)
     record, payload = simcord_interactions.base_payload(
@@ -155,6 +160,8 @@ def _answer_times(log: StampedLog, pressed: dict[int, tuple[float, str]]) -> tup
 
 
 async def _measure(backend: Backend, spread: float = SPREAD) -> Sample:
+    import simcord
+
     async with fresh_engine(backend) as engine:
         placeholder = commands.Bot(command_prefix=commands.when_mentioned, intents=discord.Intents.default())
         env = simcord.Env(placeholder, settle_timeout=SETTLE_TIMEOUT)
