@@ -6,6 +6,12 @@ after a higher id too), as the staff log and the Events-tab mirror do, in a loop
 (``WakeableLoop``, nudged after every tick), so it never holds up a run; a Discord or database
 error is logged once per run and kind and retried after a back-off, never raised into the loop. What a message shows is ``bridge.live.LiveView``, rendered by ``bot.live_render``.
 
+Sign-ups: a run whose event has ``signup:`` shows its counts per option (seated of capacity, how
+many wait). A join or a leave writes no run-log line, so each pass also reads the counts of the
+runs whose message is open (one grouped query) and looks again at a run whose counts moved; a
+click nudges the loop, so the process holding the lease sees its own clicks at once and another
+process's at its next pass. The edit is coalesced like any other (``EDIT_GAP``).
+
 Staying inside Discord's limits:
 
 * **Coalesced.** A message is sent or edited at most once every ``EDIT_GAP`` seconds; changes in
@@ -118,6 +124,8 @@ class LiveRuns:
         self._runs_of: dict[int, int] = {}
         self._deleted: dict[int, int] = {}
         self._open: int | None = None
+        # The sign-up counts of each open message's run at the last pass (None: not read yet).
+        self._signup_counts: dict[int, frozenset[tuple[str, str, int]]] | None = None
         self.lease = lease
         self.loop = WakeableLoop(
             self.pass_once, interval=interval, name="eventbot-live-runs", before=self._ready
@@ -188,6 +196,7 @@ class LiveRuns:
             if taken is None:
                 # Another process posts and edits; what this one knew is stale when it takes over.
                 self.follower = None
+                self._signup_counts = None
                 self.dirty.clear()
                 return interval
             if taken.fresh:
@@ -197,6 +206,7 @@ class LiveRuns:
                 await self._prime()
             assert self.follower is not None
             changes = await self.store.changes(self.follower)
+            signed_up = await self._signups_moved() if channel is not None else []
         except DATABASE_ERRORS as exc:
             self._report_once(None, "database", f"live run messages: database unreachable: {exc}")
             return interval
@@ -206,7 +216,7 @@ class LiveRuns:
             return interval
         self._open = None
         now = self._now()
-        for run_id in changes.run_ids:
+        for run_id in [*changes.run_ids, *signed_up]:
             self.dirty[run_id] = min(self.dirty.get(run_id, 0.0), now)
         delay = 0.0 if changes.more else interval
         # Least recently updated first, so every message gets its turn at the budget.
@@ -226,6 +236,15 @@ class LiveRuns:
             # Ready now but not done: the budget ran out. Waking at once would only spin.
             delay = min(delay, wait if wait > 0 else BUDGET_POLL)
         return delay
+
+    async def _signups_moved(self) -> list[int]:
+        """The runs whose sign-up counts changed since the last pass. The first read after a
+        start marks none: the start looks at every open message anyway."""
+        before, counts = self._signup_counts, await self.store.signup_counts()
+        self._signup_counts = counts
+        if before is None:
+            return []
+        return sorted(r for r in before.keys() | counts.keys() if before.get(r) != counts.get(r))
 
     async def _update_guarded(self, channel: discord.abc.Messageable, run_id: int) -> None:
         try:
