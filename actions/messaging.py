@@ -263,7 +263,7 @@ class CueParams(_Params):
     def signup_problems(self, signup: SignupDefinition | None) -> list[tuple[str, str]]:
         """What the event's ``signup:`` must give this cue: attendees to ping."""
         if self.ping == "attendees" and signup is None:
-            return [("ping", "ping: attendees pings the run's sign-ups; this event has no signup:")]
+            return [("params.ping", "ping: attendees pings the run's sign-ups; this event has no signup:")]
         return []
 
     def problems_for_scope(self, scope: str) -> list[tuple[str, str]]:
