@@ -136,10 +136,14 @@ class ConsoleDelivery:
         title = request.context.event_title if request.context else "event"
         body = [*(request.content or "").splitlines()]
         body.append(f"┃ Sign-ups: {title}")
-        body.append(
-            f"┃ Starts {discord_timestamp(listed.starts_at, 'F')}. "
-            f"Sign-ups close {discord_timestamp(listed.closes_at, 'R')}."
+        # As the bot draws it (``bot.signup_view``): once closed, only Leave is a live button.
+        closed = listed.is_closed(self.console.clock.now())
+        when = (
+            "Sign-ups are closed."
+            if closed
+            else f"Sign-ups close {discord_timestamp(listed.closes_at, 'R')}."
         )
+        body.append(f"┃ Starts {discord_timestamp(listed.starts_at, 'F')}. {when}")
         for option in listed.options:
             cap = f"/{option.capacity}" if option.capacity is not None else ""
             seated = attendee_mentions([s.member_id for s in option.confirmed])
@@ -150,7 +154,8 @@ class ConsoleDelivery:
         capacity = f"/{listed.definition.capacity}" if listed.definition.capacity is not None else ""
         body.append(f"┃ — {len(listed.confirmed)}{capacity} signed up · {len(listed.waitlisted)} waiting")
         body = self._readable(body)
-        body.append("  ".join(f"[ {option.name} ]" for option in listed.options) + "  [ Leave ]")
+        options = "  ".join(f"[ {option.name} ]" for option in listed.options)
+        body.append(f"{options}  [ Leave ]" + ("  (sign-ups are closed: only Leave works)" if closed else ""))
         self.console.emit_for_step(
             request.step_id,
             "delivery",
@@ -163,6 +168,7 @@ class ConsoleDelivery:
             channel=channel,
             content=request.content,
             options=[option.name for option in listed.options],
+            closed=closed,
         )
         return SignupPosted(posted, created=True)
 
