@@ -18,7 +18,7 @@ from bot.custom_ids import SignupPress
 from bot.rendering import clip, timestamp
 from runner import signups
 from runner.signups import AlreadyIn, Confirmed, JoinAnswer, LeaveAnswer, Left, Moved, RefusedWhy, Waitlisted
-from runner.states import SignupStatus
+from runner.states import RUN_TERMINAL, SignupStatus
 
 LEAVE = SignupPress.LEAVE
 NO_MENTIONS = discord.AllowedMentions.none()
@@ -37,7 +37,7 @@ def signup_view(listed: signups.SignupList, now: dt.datetime) -> discord.ui.View
     close the option buttons are disabled (a click is still answered, "sign-ups are closed");
     Leave stays until the run is over."""
     closed = listed.is_closed(now)
-    over = listed.run_status in ("completed", "cancelled", "failed", "missed")
+    over = listed.run_status in RUN_TERMINAL
     view = discord.ui.View(timeout=None)
     for index, option in enumerate(listed.options):
         view.add_item(

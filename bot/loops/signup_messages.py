@@ -32,6 +32,7 @@ from bot.errors import DATABASE_ERRORS
 from bot.loops.ticker import WakeableLoop
 from bot.signup_view import NO_MENTIONS, digest, promoted_text, signup_embed, signup_view
 from runner import signups
+from runner.states import RUN_TERMINAL
 
 if TYPE_CHECKING:
     from bot.app import EventBot
@@ -138,7 +139,7 @@ class SignupMessages:
         title = await signups.event_title(self.bot.engine, run_id) or "event"
         now = self.bot.clock.now()
         embed, view = signup_embed(listed, title, now), signup_view(listed, now)
-        over = listed.run_status in ("completed", "cancelled", "failed", "missed")
+        over = listed.run_status in RUN_TERMINAL
         return embed, view, digest(embed, view), over
 
     async def _post(

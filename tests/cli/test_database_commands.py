@@ -157,6 +157,7 @@ def test_publish_with_no_files_publishes_the_definitions_dir(cli: Cli, database:
     assert result.code == 0, result.err
     assert sorted(line.split()[1] for line in result.lines) == [
         "quiz-night",
+        "raid-night",
         "shadow-invasion",
         "treasure-hunt",
     ]
