@@ -199,3 +199,18 @@ async def test_a_cue_with_ping_attendees_pings_the_confirmed_not_the_waiting(sim
     message = sim.gm_cues.last_message
     assert sorted(message.raw_mentions) == sorted(confirmed)
     assert waiting.id not in message.raw_mentions
+
+
+async def test_preflight_checks_the_channel_the_step_posts_in(sim: Sim) -> None:
+    """With no channel of its own the step posts in the sign-up's: that channel is checked
+    before the start, as an announcement's is, and the start refused."""
+    spec = muster("nowhere")
+    spec["phases"][0]["steps"][1]["params"].pop("channel")
+    await sim.publish(spec)
+    result = await sim.mod.slash(sim.staff, "event start", definition="muster")
+    text = result.response.embeds[0].description or ""
+    assert "phase 'main', 2nd step: channel 'nowhere' is not one of the channel aliases in config" in text, (
+        text
+    )
+    assert signup_posts(sim) == []
+    assert sim.announcements.history() == [], "nothing started"
