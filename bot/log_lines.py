@@ -24,7 +24,7 @@ from runner.states import Control, Health, RunStatus
 from runner.views import RunView, StepView, step_name
 
 # What a person reads as the message a step posted, by the step's action.
-_POSTED_AS = {"gm.cue": "cue", "discord.announce": "announcement"}
+_POSTED_AS = {"gm.cue": "cue", "discord.announce": "announcement", "discord.signup": "sign-up message"}
 
 
 @dataclass(frozen=True)
