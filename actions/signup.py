@@ -69,14 +69,22 @@ class SignupParams(_Params):
         """What the event's ``signup:`` must give this step: a sign-up, and a channel."""
         if signup is None:
             return [("action", f"{ACTION_ID} posts the run's sign-up message; this event has no signup:")]
-        if self.channel is None and signup.channel is None:
-            return [
+        problems = []
+        if not signup.open_until_the_end:
+            problems.append(
                 (
-                    "params.channel",
-                    "no channel: the step names none and the event's signup: has no channel",
+                    "action",
+                    f"{ACTION_ID} posts during the run, after the start, when these sign-ups are already "
+                    f"closed (closes: {signup.closes}): its option buttons would be disabled from the "
+                    "start; set signup.closes: end to take sign-ups while the run is in flight, or list "
+                    "the attendees with {attendees} in an announcement",
                 )
-            ]
-        return []
+            )
+        if self.channel is None and signup.channel is None:
+            problems.append(
+                ("params.channel", "no channel: the step names none and the event's signup: has no channel")
+            )
+        return problems
 
 
 def signup_action(

@@ -138,11 +138,12 @@ class ConsoleDelivery:
         body.append(f"┃ Sign-ups: {title}")
         # As the bot draws it (``bot.signup_view``): once closed, only Leave is a live button.
         closed = listed.is_closed(self.console.clock.now())
-        when = (
-            "Sign-ups are closed."
-            if closed
-            else f"Sign-ups close {discord_timestamp(listed.closes_at, 'R')}."
-        )
+        if closed:
+            when = "Sign-ups are closed."
+        elif listed.closes_at is None:
+            when = "Sign-ups stay open until the event ends."
+        else:
+            when = f"Sign-ups close {discord_timestamp(listed.closes_at, 'R')}."
         body.append(f"┃ Starts {discord_timestamp(listed.starts_at, 'F')}. {when}")
         for option in listed.options:
             cap = f"/{option.capacity}" if option.capacity is not None else ""

@@ -27,7 +27,7 @@ from runner.db import retry_on_conflict
 from runner.definitions import SignupDefinition
 from runner.errors import UnreadableDefinition
 from runner.sql import signups as sql
-from runner.states import RunStatus, SignupStatus
+from runner.states import RUN_TERMINAL, RunStatus, SignupStatus
 
 OVERALL = sql.OVERALL
 # Versions never change, so every caller in the process shares one parse of each per database.
@@ -139,7 +139,8 @@ class SignupList:
     definition: SignupDefinition
     options: list[OptionList]
     starts_at: dt.datetime
-    closes_at: dt.datetime
+    # ``None``: open until the run ends (``closes: end``).
+    closes_at: dt.datetime | None
     run_status: RunStatus
 
     @property
@@ -161,11 +162,15 @@ class _Run:
     signup: SignupDefinition
 
     @property
-    def closes_at(self) -> dt.datetime:
+    def closes_at(self) -> dt.datetime | None:
+        if self.signup.open_until_the_end:
+            return None
         return self.starts_at - dt.timedelta(seconds=self.signup.closes_before_start())
 
 
-def _closed(status: RunStatus, closes_at: dt.datetime, now: dt.datetime) -> bool:
+def _closed(status: RunStatus, closes_at: dt.datetime | None, now: dt.datetime) -> bool:
+    if closes_at is None:
+        return status in RUN_TERMINAL
     # Past the start (a run started early by hand, too) nobody new signs up.
     return status != RunStatus.SCHEDULED or now >= closes_at
 
@@ -186,7 +191,7 @@ async def _run(conn: AsyncConnection, run_id: int) -> _Run | None:
 
 
 def _over(status: RunStatus) -> bool:
-    return status in (RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.MISSED)
+    return status in RUN_TERMINAL
 
 
 @retry_on_conflict

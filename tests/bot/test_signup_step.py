@@ -26,7 +26,7 @@ def signup_step(**params: Any) -> dict[str, Any]:
 def muster(channel: str | None = None, **params: Any) -> dict[str, Any]:
     """An event whose sign-up message is the step's (its ``signup:`` has no channel, unless
     ``channel`` gives one)."""
-    signup: dict[str, Any] = {"options": {"going": 2}}
+    signup: dict[str, Any] = {"options": {"going": 2}, "closes": "end"}
     if channel:
         signup["channel"] = channel
     return event(
@@ -84,10 +84,15 @@ async def test_the_step_posts_the_sign_up_message_with_working_buttons_and_edits
     assert post.json["allowed_mentions"] == {"parse": []}, "it pings nobody"
     message = sim.announcements.last_message
     assert buttons(message) == [
-        ("going", f"signup:{run_id}:going", True),
+        ("going", f"signup:{run_id}:going", False),
         ("Leave", f"signup:{run_id}:~leave", False),
-    ], "posted once the run has started: sign-ups are closed, Leave works until the run is over"
+    ], "posted after the start, and open: closes: end takes sign-ups while the run is in flight"
     assert message.embeds[0].fields[0].value == f"<@{sim.player.id}>"
+    assert "Sign-ups stay open until the event ends." in message.embeds[0].description
+    joined = await sim.gm.click(message, label="going")
+    assert joined.ephemeral and joined.response.content.startswith("✅"), joined.response.content
+    await sim.env.advance_time(6)
+    assert sim.announcements.last_message.embeds[0].fields[0].value == f"<@{sim.player.id}>, <@{sim.gm.id}>"
     (row,) = await message_rows(sim)
     assert (row["channel_id"], row["message_id"]) == (str(sim.announcements.id), str(message.id))
     run = await sim.run(run_id)
@@ -97,7 +102,7 @@ async def test_the_step_posts_the_sign_up_message_with_working_buttons_and_edits
     assert left.ephemeral and left.response.content == "You are no longer signed up (going)."
     await sim.env.advance_time(6)
     edited = sim.announcements.last_message
-    assert edited.id == message.id and edited.embeds[0].fields[0].value == "nobody yet"
+    assert edited.id == message.id and edited.embeds[0].fields[0].value == f"<@{sim.gm.id}>"
     assert edited.content == "Who is in? 1 so far", "an edit keeps the step's words"
     assert len(signup_posts(sim)) == 1
 

@@ -15,7 +15,7 @@ def test_the_rehearsal_shows_the_sign_up_message_the_step_posts(cli: Cli, tmp_pa
         definition(
             announce("announcements", "The muster begins"),
             step("discord.signup", {"channel": "announcements", "content": "Who is in?"}),
-            signup={"options": {"tank": 2, "dps": 4}, "capacity": 5},
+            signup={"options": {"tank": 2, "dps": 4}, "capacity": 5, "closes": "end"},
         ),
     )
     result = cli("rehearse", event, "--cues", "confirm")
@@ -27,5 +27,6 @@ def test_the_rehearsal_shows_the_sign_up_message_the_step_posts(cli: Cli, tmp_pa
     assert "┃ Sign-ups: Test event" in shown
     assert "┃ tank (0/2): nobody yet" in shown and "┃ dps (0/4): nobody yet" in shown
     assert "┃ — 0/5 signed up · 0 waiting" in shown
-    assert "[ tank ]  [ dps ]  [ Leave ]  (sign-ups are closed: only Leave works)" in shown
+    assert "Sign-ups stay open until the event ends." in shown
+    assert "[ tank ]  [ dps ]  [ Leave ]\n" in shown, "closes: end: open while the run is in flight"
     assert "run 1: completed (health ok)" in result.out

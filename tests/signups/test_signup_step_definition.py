@@ -39,17 +39,39 @@ def test_a_signup_step_in_an_event_without_signup_is_refused_at_its_place() -> N
     ]
 
 
+def test_a_signup_step_on_sign_ups_that_close_before_the_run_is_refused() -> None:
+    """A step runs after the start: sign-ups closing at the start (or before) would post a
+    message whose option buttons are disabled from birth."""
+    for closes in ("start", "2h"):
+        (problem,) = problems_of(
+            with_steps(
+                step("discord.signup", {"channel": "announcements"}),
+                signup={"options": ["going"], "closes": closes},
+            )
+        )
+        assert problem.startswith(
+            "phase 'main', 2nd step, field 'action': discord.signup posts during the run"
+        )
+        assert "set signup.closes: end" in problem
+
+
 def test_a_signup_step_with_no_channel_needs_the_sign_ups_channel() -> None:
-    assert problems_of(with_steps(step("discord.signup"), signup={"options": ["going"]})) == [
+    assert problems_of(
+        with_steps(step("discord.signup"), signup={"options": ["going"], "closes": "end"})
+    ) == [
         "phase 'main', 2nd step, field 'params.channel': no channel: the step names none and the "
         "event's signup: has no channel"
     ]
     validate(
-        with_steps(step("discord.signup"), signup={"options": ["going"], "channel": "announcements"}),
+        with_steps(
+            step("discord.signup"), signup={"options": ["going"], "closes": "end", "channel": "announcements"}
+        ),
         validation_registry(),
     )
     validate(
-        with_steps(step("discord.signup", {"channel": "general"}), signup={"options": ["going"]}),
+        with_steps(
+            step("discord.signup", {"channel": "general"}), signup={"options": ["going"], "closes": "end"}
+        ),
         validation_registry(),
     )
 
@@ -58,7 +80,7 @@ def test_a_signup_steps_content_is_checked_like_an_announcements() -> None:
     found = problems_of(
         with_steps(
             step("discord.signup", {"channel": "announcements", "content": "{nobody}"}),
-            signup={"options": ["going"]},
+            signup={"options": ["going"], "closes": "end"},
         )
     )
     assert len(found) == 1 and found[0].startswith("phase 'main', 2nd step, field 'params.content': ")
@@ -70,12 +92,15 @@ def test_a_cue_pinging_attendees_in_an_event_without_signup_is_refused_at_its_pl
         "this event has no signup:"
     ]
     validate(
-        with_steps(cue("Brief them", ping="attendees"), signup={"options": ["going"]}), validation_registry()
+        with_steps(cue("Brief them", ping="attendees"), signup={"options": ["going"], "closes": "end"}),
+        validation_registry(),
     )
 
 
 def test_a_cue_pings_attendees_and_nobody_else_by_name() -> None:
-    (problem,) = problems_of(with_steps(cue("Brief them", ping="everyone"), signup={"options": ["going"]}))
+    (problem,) = problems_of(
+        with_steps(cue("Brief them", ping="everyone"), signup={"options": ["going"], "closes": "end"})
+    )
     assert problem.startswith("phase 'main', 2nd step, field 'params.ping': ")
     assert "attendees" in problem
 
@@ -83,8 +108,12 @@ def test_a_cue_pings_attendees_and_nobody_else_by_name() -> None:
 def test_the_signup_steps_channel_is_checked_against_the_config() -> None:
     config = load(EXAMPLE_CONFIG)
     specs = {
-        "own.yaml": with_steps(step("discord.signup", {"channel": "raids"}), signup={"options": ["going"]}),
-        "signups.yaml": with_steps(step("discord.signup"), signup={"options": ["going"], "channel": "raids"}),
+        "own.yaml": with_steps(
+            step("discord.signup", {"channel": "raids"}), signup={"options": ["going"], "closes": "end"}
+        ),
+        "signups.yaml": with_steps(
+            step("discord.signup"), signup={"options": ["going"], "closes": "end", "channel": "raids"}
+        ),
     }
     checked = [check_parsed(name, spec, validation_registry()) for name, spec in specs.items()]
     assert all(item.valid for item in checked)
