@@ -6,19 +6,25 @@ from __future__ import annotations
 from actions.core import wait_action
 from actions.delivery import Delivery
 from actions.messaging import Describe, announce_action, cue_action
+from actions.signup import NoSignups, SignupStore, signup_action
 from actions.threads import RecordingThreads, ThreadStore, thread_action
 from runner.registry import ActionRegistry
 
 
 def build_registry(
-    delivery: Delivery, describe: Describe, threads: ThreadStore | None = None
+    delivery: Delivery,
+    describe: Describe,
+    threads: ThreadStore | None = None,
+    signups: SignupStore | None = None,
 ) -> ActionRegistry:
     """``threads``: where a run's threads are recorded (the database's ``runner.threads.RunThreads``
-    for a runner; in memory for checking definitions, which runs nothing)."""
+    for a runner; in memory for checking definitions, which runs nothing). ``signups``: where a
+    run's sign-up list is read (``runner.signups.RunSignups`` for a runner; none for checking)."""
     registry = ActionRegistry()
     registry.register("core", [wait_action()])
     registry.register("messaging", [announce_action(delivery, describe), cue_action(delivery, describe)])
     registry.register("threads", [thread_action(delivery, describe, threads or RecordingThreads())])
+    registry.register("signups", [signup_action(delivery, describe, signups or NoSignups())])
     return registry
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from runner.definitions import duration_seconds
 from runner.dispatch import MAX_HOLD_SECONDS
 from runner.registry import Action, Envelope
+from runner.states import AnswerKey
 
 
 class WaitParams(BaseModel):
@@ -37,7 +38,7 @@ class WaitParams(BaseModel):
 
 
 async def _wait(envelope: Envelope, params: WaitParams) -> dict[str, Any]:
-    return {"ok": True, "holdFor": params.duration}
+    return {AnswerKey.OK: True, AnswerKey.HOLD_FOR: params.duration}
 
 
 def wait_action() -> Action[WaitParams]:

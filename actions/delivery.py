@@ -14,7 +14,10 @@ The bot supplies the Discord implementation, the offline rehearsal a console one
   has (Discord's 160004 "already created" is success), so a step retried after a crash never
   makes two;
 * ``close_cue`` a cue they posted whose run ended before it could wait for a GM (a cancel
-  pressed while it was being posted): no live buttons on a dead run, and the text says why.
+  pressed while it was being posted): no live buttons on a dead run, and the text says why;
+* ``post_signup`` at most one sign-up message per run, whoever posts it (the booking or a
+  ``discord.signup`` step, retried after a crash or not): a run that has its message answers
+  that message, never a second.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from runner.history import RunEnding
+from runner.signups import SignupList
 from runner.views import StepContext
 
 
@@ -68,6 +72,22 @@ class Cue:
     run_id: int
     step_id: int
     context: StepContext | None = None
+    # ``ping: attendees``: the member ids the cue mentions and pings (the run's confirmed
+    # attendees, in click order); the mention policy decides how many fit.
+    ping_members: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SignupPost:
+    """A run's sign-up message, posted by a ``discord.signup`` step: its buttons and list are
+    the run's (``listing``), ``content`` the step's own words above them (pinging nobody)."""
+
+    channel: str
+    content: str | None
+    listing: SignupList
+    run_id: int
+    step_id: int
+    context: StepContext | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +104,16 @@ class Posted:
             "message_id": self.message_id,
             "channel_name": self.channel_name,
         }
+
+
+@dataclass(frozen=True)
+class SignupPosted:
+    posted: Posted
+    # False when the run had its message already (posted at booking, or by an earlier attempt).
+    created: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"posted": self.posted.as_dict(), "created": self.created}
 
 
 @dataclass(frozen=True)
@@ -137,6 +167,11 @@ class Delivery(Protocol):
         has one already (a retry), never a second."""
         ...
 
+    async def post_signup(self, request: SignupPost) -> SignupPosted:
+        """Post the run's sign-up message in ``request.channel``; the message the run has
+        already (wherever it went), if it has one, never a second."""
+        ...
+
 
 def cue_closer(
     delivery: Delivery,
@@ -177,6 +212,9 @@ class RecordingDelivery:
     # Threads by the message they were started on: one per message, as Discord allows.
     threads: dict[str, StartedThread] = field(default_factory=dict)
     thread_attempts: list[ThreadRequest] = field(default_factory=list)
+    # Sign-up messages by run: one per run, as the bot keeps it.
+    signup_messages: dict[int, Posted] = field(default_factory=dict)
+    signup_attempts: list[SignupPost] = field(default_factory=list)
     _next_id: int = 1000
     _by_key: dict[str, Posted] = field(default_factory=dict)
 
@@ -207,6 +245,20 @@ class RecordingDelivery:
         started = StartedThread(request.channel_id, request.message_id, created=True)
         self.threads[request.message_id] = started
         return started
+
+    async def post_signup(self, request: SignupPost) -> SignupPosted:
+        self.signup_attempts.append(request)
+        if self.failures:
+            raise self.failures.pop(0)
+        if self.known_channels is not None and request.channel not in self.known_channels:
+            raise DeliveryError(f"channel {request.channel!r} does not exist", transient=False)
+        existing = self.signup_messages.get(request.run_id)
+        if existing is not None:
+            return SignupPosted(existing, created=False)
+        self._next_id += 1
+        posted = Posted(request.channel, str(self._next_id), request.channel)
+        self.signup_messages[request.run_id] = posted
+        return SignupPosted(posted, created=True)
 
     def _deliver(self, kind: str, request: Announcement | Cue, channel: str) -> Posted:
         self.attempts.append(request)

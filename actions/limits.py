@@ -16,3 +16,5 @@ NONCE_MAX = 25
 ROLE_MENTION_RESERVE = 32
 # ``{scope}`` in event text is replaced by the run's scope, at most this long (the column's size).
 SCOPE_MAX = 190
+# Discord's most user ids one message's ``allowed_mentions.users`` may name.
+ALLOWED_USERS_MAX = 100

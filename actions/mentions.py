@@ -11,7 +11,10 @@ The rules:
   rather than post without the ping and let the run read as healthy.
 * An announcement pings only roles in ``announce.allowed_ping_roles``; any other role it
   mentions (its own ping role included) is shown but inert. A GM cue pings its own role.
-* ``@everyone`` / ``@here`` ping only with ``announce.allow_everyone``; users never.
+* ``@everyone`` / ``@here`` ping only with ``announce.allow_everyone``; users never, but for
+  the attendees a cue with ``ping: attendees`` names (``ping_members``): at most
+  ``ALLOWED_USERS_MAX`` of them (Discord's limit on ``allowed_mentions.users``), and as many as
+  fit the content's 2000 characters; the rest are counted ("and 12 more"), not pinged.
 * A suppressed message (a rehearsal run posting in Discord's sandbox) shows every mention and
   pings nobody.
 * With no server configured at all (``roles=None``: the offline quick start) any alias stands
@@ -26,6 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from actions import limits
 from actions.delivery import Announcement, Cue
 
 EVERYONE = re.compile(r"@(everyone|here)\b")
@@ -69,6 +73,11 @@ class Mentions:
     suppressed: bool = False
     # The ping role's alias when the config does not have it: the step cannot be posted.
     unknown_role: str | None = None
+    # The members mentioned after the role (a cue's ``ping: attendees``), and how many more
+    # there were than fit; ``allowed_user_ids`` those of them Discord is told may ping.
+    member_ids: tuple[str, ...] = ()
+    more_members: int = 0
+    allowed_user_ids: tuple[int, ...] = ()
 
     @property
     def problem(self) -> str | None:
@@ -82,7 +91,29 @@ class Mentions:
         prefix = None
         if self.role_alias is not None and self.unknown_role is None:
             prefix = f"<@&{self.role_id}>" if markup and self.role_id is not None else f"@{self.role_alias}"
-        return " ".join(part for part in (prefix, self.content) if part) or None
+        members = member_text(self.member_ids, self.more_members)
+        return " ".join(part for part in (prefix, members, self.content) if part) or None
+
+
+def member_text(member_ids: Sequence[str], more: int) -> str | None:
+    """``<@1> <@2> and 3 more``: the mentions of the members a message pings."""
+    if not member_ids and not more:
+        return None
+    mentions = " ".join(f"<@{member_id}>" for member_id in member_ids)
+    return f"{mentions} and {more} more" if more else mentions
+
+
+def members_that_fit(member_ids: Sequence[str], room: int) -> tuple[tuple[str, ...], int]:
+    """As many of ``member_ids`` (in order) as Discord lets one message ping and as fit in
+    ``room`` characters with the "and N more" that counts the rest; and how many are left."""
+    shown: list[str] = []
+    for index, member_id in enumerate(member_ids):
+        rest = len(member_ids) - index - 1
+        candidate = [*shown, member_id]
+        if len(candidate) > limits.ALLOWED_USERS_MAX or len(member_text(candidate, rest) or "") > room:
+            break
+        shown = candidate
+    return tuple(shown), len(member_ids) - len(shown)
 
 
 def decide(
@@ -92,8 +123,10 @@ def decide(
     content: str | None,
     announcement: bool,
     suppressed: bool = False,
+    ping_members: Sequence[str] = (),
 ) -> Mentions:
-    """Who is pinged, what is inert, and whether the ping role exists, for one message."""
+    """Who is pinged, what is inert, and whether the ping role exists, for one message;
+    ``ping_members``: the members a cue pings by name (its attendees)."""
     roles = policy.roles
     role_id = roles.get(ping_role) if roles is not None and ping_role is not None else None
     unknown = ping_role if ping_role is not None and roles is not None and role_id is None else None
@@ -126,6 +159,12 @@ def decide(
         note(match.group(0), False)
     for match in EVERYONE.finditer(text):
         note(match.group(0), everyone)
+    # The role mention in front, then the members, then the text: the members get what is left.
+    reserve = limits.ROLE_MENTION_RESERVE if ping_role else 0
+    room = limits.CONTENT_MAX - reserve - (len(content) + 1 if content else 0)
+    members, more = members_that_fit(ping_members, room)
+    for member_id in members:
+        note(f"<@{member_id}>", not suppressed)
     return Mentions(
         role_alias=ping_role,
         role_id=role_id,
@@ -136,12 +175,15 @@ def decide(
         everyone=everyone,
         suppressed=suppressed,
         unknown_role=unknown,
+        member_ids=members,
+        more_members=more,
+        allowed_user_ids=() if suppressed else tuple(int(m) for m in members),
     )
 
 
 def for_request(policy: PingPolicy, request: Announcement | Cue, *, suppressed: bool = False) -> Mentions:
-    """The decision for an announcement (its text and ping role) or a cue (its ping role alone:
-    the instructions go in an embed, and embeds ping nobody)."""
+    """The decision for an announcement (its text and ping role) or a cue (its ping role and
+    the attendees it pings: the instructions go in an embed, and embeds ping nobody)."""
     if isinstance(request, Announcement):
         return decide(
             policy,
@@ -151,5 +193,10 @@ def for_request(policy: PingPolicy, request: Announcement | Cue, *, suppressed: 
             suppressed=suppressed,
         )
     return decide(
-        policy, ping_role=request.ping_role, content=None, announcement=False, suppressed=suppressed
+        policy,
+        ping_role=request.ping_role,
+        content=None,
+        announcement=False,
+        suppressed=suppressed,
+        ping_members=request.ping_members,
     )

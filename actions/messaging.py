@@ -13,14 +13,16 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from actions import limits
 from actions.delivery import Announcement, Cue, Delivery, DeliveryError, Embed, EmbedField, Posted
 from runner import placeholders
+from runner.definitions.signup import SignupDefinition
 from runner.registry import Action, Envelope
+from runner.states import AWAIT_HUMAN, AnswerKey
 from runner.views import StepContext
 
 Describe = Callable[[int, int], Awaitable[StepContext | None]]
@@ -251,10 +253,19 @@ class CueParams(_Params):
     title: str | None = Field(default=None, max_length=limits.EMBED_TITLE_MAX)
     channel: str | None = Field(default=None, description="defaults to the configured GM channel")
     ping_role: str | None = Field(default=None, description="a role alias from config")
+    ping: Literal["attendees"] | None = Field(
+        default=None, description="attendees: mention and ping the run's confirmed attendees"
+    )
 
     _placeholders = field_validator("instructions", "title")(_placeholders_known)
     _ping_role = field_validator("ping_role")(_role_alias)
     _channel = field_validator("channel")(_channel_ref)
+
+    def signup_problems(self, signup: SignupDefinition | None) -> list[tuple[str, str]]:
+        """What the event's ``signup:`` must give this cue: attendees to ping."""
+        if self.ping == "attendees" and signup is None:
+            return [("params.ping", "ping: attendees pings the run's sign-ups; this event has no signup:")]
+        return []
 
     def problems_for_scope(self, scope: str) -> list[tuple[str, str]]:
         if len(render(self.instructions, scope) or "") > limits.EMBED_DESCRIPTION_MAX:
@@ -312,6 +323,7 @@ def cue_action(
             run_id=envelope.run_id,
             step_id=envelope.step_id,
             context=context,
+            ping_members=(context.attendees or ()) if context and params.ping == "attendees" else (),
         )
         # Parked once posted: the step waits, with no lease, for a GM to confirm or skip it.
         return await _deliver(envelope, request, delivery, delivery.post_cue, park=True)
@@ -341,13 +353,18 @@ async def _deliver(
     if envelope.verify:
         problems = await delivery.check(request)
         if problems:
-            return {"ok": False, "retry": False, "error": "; ".join(problems), "problems": problems}
-        return {"ok": True}
+            return {
+                AnswerKey.OK: False,
+                AnswerKey.RETRY: False,
+                AnswerKey.ERROR: "; ".join(problems),
+                AnswerKey.PROBLEMS: problems,
+            }
+        return {AnswerKey.OK: True}
     try:
         posted = await send(request)
     except DeliveryError as exc:
-        return {"ok": False, "retry": exc.transient, "error": str(exc)}
-    answer: dict[str, Any] = {"ok": True, "output": {"posted": posted.as_dict()}}
+        return {AnswerKey.OK: False, AnswerKey.RETRY: exc.transient, AnswerKey.ERROR: str(exc)}
+    answer: dict[str, Any] = {AnswerKey.OK: True, AnswerKey.OUTPUT: {"posted": posted.as_dict()}}
     if park:
-        answer["await"] = "human"
+        answer[AnswerKey.AWAIT] = AWAIT_HUMAN
     return answer

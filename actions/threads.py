@@ -22,6 +22,7 @@ from pydantic import Field, field_validator
 from actions.delivery import Delivery, DeliveryError, ThreadRequest
 from actions.messaging import DISCORD_BUDGET_MS, Describe, _Params, _placeholders_known, render
 from runner.registry import Action, Envelope
+from runner.states import AnswerKey
 from runner.threads import Announced
 from runner.views import StepContext
 
@@ -89,14 +90,14 @@ def thread_action(
         if envelope.verify:
             # The channel is the announcement's, known only once a run posts it: the start's
             # preflight checks the thread permissions there (``runner.preflight.thread_channels``).
-            return {"ok": True}
+            return {AnswerKey.OK: True}
         announced = await store.announcement(envelope.run_id, params.on)
         if announced is None:
             which = f"labelled {params.on!r}" if params.on else "of this run's steps"
             return {
-                "ok": False,
-                "retry": False,
-                "error": f"no announcement {which} has been posted yet: a thread is started on one",
+                AnswerKey.OK: False,
+                AnswerKey.RETRY: False,
+                AnswerKey.ERROR: f"no announcement {which} has been posted yet: a thread is started on one",
             }
         context = await describe(envelope.run_id, envelope.step_id)
         request = ThreadRequest(
@@ -111,9 +112,9 @@ def thread_action(
         try:
             started = await delivery.start_thread(request)
         except DeliveryError as exc:
-            return {"ok": False, "retry": exc.transient, "error": str(exc)}
+            return {AnswerKey.OK: False, AnswerKey.RETRY: exc.transient, AnswerKey.ERROR: str(exc)}
         await store.record(envelope.run_id, envelope.step_id, started.channel_id, started.thread_id)
-        return {"ok": True, "output": {"thread": started.as_dict()}}
+        return {AnswerKey.OK: True, AnswerKey.OUTPUT: {"thread": started.as_dict()}}
 
     return Action(
         id="discord.thread",

@@ -16,7 +16,19 @@ import sys
 import time
 import traceback
 
-from bench import failover, fanout, galera, idle, memory, peers, retention, schedule, throughput, timeliness
+from bench import (
+    failover,
+    fanout,
+    galera,
+    idle,
+    memory,
+    peers,
+    retention,
+    schedule,
+    signups,
+    throughput,
+    timeliness,
+)
 from bench.backends import Backend, make_backend
 from bench.report import machine, table
 from bench.results import Options, Result
@@ -31,6 +43,7 @@ BENCHMARKS = {
     "schedule": schedule.run,
     "retention": retention.run,
     "failover": failover.run,
+    "signups": signups.run,
     # Beside the mariadb backend only: runner processes on a three-node cluster of its own
     # (minutes, so only when asked for: --only galera).
     "galera": galera.run,

@@ -160,6 +160,8 @@ class EventBot(commands.Bot):
         )
         # Sign-up messages and promotion notices (``bot.loops.signup_messages``).
         self.signup_messages = SignupMessages(self, interval=config.tick_interval_seconds)
+        # A ``discord.signup`` step's message is the loop's to post, as the booking's is.
+        self.services.delivery.signup_poster = self.signup_messages
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
         # Every interaction reaches this listener, handled or not; the tree's and the buttons'

@@ -20,14 +20,14 @@ from actions.delivery import Cue
 from bot.custom_ids import CuePress, CueVerb
 from bot.rendering import REHEARSAL_MARK, clip, fit, timestamp
 from runner.controls import CueRef
-from runner.states import StepStatus
+from runner.states import Control, StepStatus
 from runner.views import step_name
 
 log = logging.getLogger(__name__)
 
 VERBS: dict[CueVerb, tuple[str, discord.ButtonStyle]] = {
-    "confirm": ("Confirm", discord.ButtonStyle.success),
-    "skip": ("Skip", discord.ButtonStyle.secondary),
+    Control.CONFIRM: ("Confirm", discord.ButtonStyle.success),
+    Control.SKIP: ("Skip", discord.ButtonStyle.secondary),
 }
 NO_MENTIONS = discord.AllowedMentions.none()
 

@@ -22,7 +22,10 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-CueVerb = Literal["confirm", "skip"]
+from runner.states import Control
+
+# The controls a cue's buttons press (``runner.controls.CUE_VERBS``).
+CueVerb = Literal[Control.CONFIRM, Control.SKIP]
 StartMode = Literal["l", "r"]
 PublishVerb = Literal["publish", "cancel"]
 # The scope token of a start of every scope (otherwise the scope's index in the definition).
@@ -42,7 +45,7 @@ class CuePress:
 
     @classmethod
     def from_match(cls, match: re.Match[str]) -> CuePress:
-        verb: CueVerb = "confirm" if match["verb"] == "confirm" else "skip"
+        verb: CueVerb = Control.CONFIRM if match["verb"] == Control.CONFIRM else Control.SKIP
         return cls(int(match["step_id"]), verb)
 
 

@@ -6,7 +6,8 @@
   nothing (terminal), never to a live channel. A channel outside the configured guild is refused.
 * **Mentions are locked down** on every message, by the one policy in ``actions.mentions`` (the
   rehearsal's console applies the same): ``allowed_mentions`` names only the roles in
-  ``announce.allowed_ping_roles`` (a GM cue: its own ping role), never users, and
+  ``announce.allowed_ping_roles`` (a GM cue: its own ping role), never users but the
+  attendees a cue with ``ping: attendees`` mentions (at most 100, Discord's limit), and
   ``@everyone`` / ``@here`` only when ``announce.allow_everyone`` says so. A ping the config does
   not allow is shown inert rather than refused at delivery; preflight reports it before the run.
 * **At most once**: the step's idempotency key becomes the message ``nonce``. discord.py sends
@@ -22,13 +23,23 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import discord
 
 from actions import limits, mentions
-from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted, StartedThread, ThreadRequest
+from actions.delivery import (
+    Announcement,
+    Cue,
+    DeliveryError,
+    Embed,
+    Posted,
+    SignupPost,
+    SignupPosted,
+    StartedThread,
+    ThreadRequest,
+)
 from actions.mentions import Mentions, PingPolicy
 from actions.messaging import Describe
 from bot.channel_budget import ChannelBudget
@@ -36,7 +47,7 @@ from bot.cue_messages import cue_embed, cue_view, mark_settled, settled_text
 from bot.rendering import REHEARSAL_MARK, clip, person
 from runner.controls import CueRef
 from runner.history import RunEnding
-from runner.states import StepStatus
+from runner.states import ActionOutcome, StepStatus
 from wiring.config import Config
 from wiring.control_text import closed_cue_text
 
@@ -49,6 +60,12 @@ THREAD = ("create_public_threads", "send_messages_in_threads")
 THREAD_ALREADY_CREATED = 160004
 EMBED = ("embed_links",)
 EVERYONE = ("@everyone", "@here")
+
+
+class SignupPoster(Protocol):
+    async def post_for_step(
+        self, channel: Any, run_id: int, step_id: int, content: str | None
+    ) -> SignupPosted: ...
 
 
 def nonce_for(idempotency_key: str) -> str:
@@ -82,6 +99,8 @@ class DiscordDelivery:
         self.describe = describe
         # Shared with the staff log and the live run messages: one channel, one budget.
         self.budget = budget or ChannelBudget()
+        # Who posts a ``discord.signup`` step's message: the sign-up loop (``bot.app`` sets it).
+        self.signup_poster: SignupPoster | None = None
 
     # ── Delivery ──────────────────────────────────────────────────────────
 
@@ -155,11 +174,27 @@ class DiscordDelivery:
             "run %s step %s: %s failure: %s",
             request.run_id,
             request.step_id,
-            "transient" if error.transient else "terminal",
+            "transient" if error.transient else ActionOutcome.TERMINAL,
             error,
             extra=ids,
         )
         raise error
+
+    async def post_signup(self, request: SignupPost) -> SignupPosted:
+        """The run's sign-up message, by the sign-up loop's own post (the booking's: one row
+        per run, claimed before the post, the run's nonce), so the loop edits it as it edits
+        one posted at booking. A rehearsal run's goes to the sandbox, as its announcements do."""
+        if self.signup_poster is None:
+            raise DeliveryError("this bot process posts no sign-up messages", transient=False)
+        rehearsal = bool(request.context and request.context.rehearsal)
+        channel = await self._channel(request.channel, rehearsal=rehearsal)
+        content = request.content
+        if rehearsal:
+            content = clip(f"{REHEARSAL_MARK} {content or ''}".strip(), limits.CONTENT_MAX)
+        try:
+            return await self.signup_poster.post_for_step(channel, request.run_id, request.step_id, content)
+        except (discord.HTTPException, TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
+            raise self._failed(request.run_id, request.step_id, channel, exc, True) from None
 
     def _thread_error(self, channel: Any, exc: discord.HTTPException) -> DeliveryError:
         if isinstance(exc, discord.Forbidden):
@@ -269,7 +304,7 @@ class DiscordDelivery:
             return [str(exc)]
         guild = getattr(channel, "guild", None)
         me = guild.me if guild is not None else None
-        if me is None:
+        if guild is None or me is None:
             return [
                 f"cannot check the bot's permissions in {_label(channel, ref)}: not connected to its server"
             ]
@@ -387,37 +422,51 @@ class DiscordDelivery:
         return channel
 
     async def _send(
-        self, request: Announcement | Cue, channel: Any, *, embed: discord.Embed | None, **fields: Any
+        self,
+        request: Announcement | Cue,
+        channel: Any,
+        *,
+        embed: discord.Embed | None,
+        **fields: Any,
     ) -> discord.Message:
-        ids = {"run_id": request.run_id, "step_id": request.step_id, "channel_id": channel.id}
         try:
             await self.budget.take(channel.id)
-            return await channel.send(embed=embed, nonce=nonce_for(request.idempotency_key), **fields)
-        except discord.Forbidden as exc:
-            error = DeliveryError(self._forbidden(channel, exc, embed is not None), transient=False)
-        except discord.NotFound as exc:
+            sent: discord.Message = await channel.send(
+                embed=embed, nonce=nonce_for(request.idempotency_key), **fields
+            )
+            return sent
+        except (discord.HTTPException, TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
+            raise self._failed(request.run_id, request.step_id, channel, exc, embed is not None) from None
+
+    def _failed(
+        self, run_id: int, step_id: int, channel: Any, exc: BaseException, embed: bool
+    ) -> DeliveryError:
+        """A post's failure, classified (transient or terminal) and logged here once, with the
+        ids to follow the run; the runner records it on the step."""
+        if isinstance(exc, discord.Forbidden):
+            error = DeliveryError(self._forbidden(channel, exc, embed), transient=False)
+        elif isinstance(exc, discord.NotFound):
             error = DeliveryError(
                 f"{_label(channel, '')} no longer exists (Discord {exc.code}: {exc.text})", transient=False
             )
-        except discord.HTTPException as exc:
+        elif isinstance(exc, discord.HTTPException):
             error = DeliveryError(
                 f"Discord answered {exc.status} (code {exc.code}) posting in {_label(channel, '')}: {exc.text}",
                 transient=transient_status(exc.status),
             )
-        except (TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
+        else:
             error = DeliveryError(
                 f"no answer from Discord posting in {_label(channel, '')}: {exc!r}", transient=True
             )
-        # Logged here once, with the ids to follow the run; the runner records it on the step.
         log.warning(
             "run %s step %s: %s failure: %s",
-            request.run_id,
-            request.step_id,
-            "transient" if error.transient else "terminal",
+            run_id,
+            step_id,
+            "transient" if error.transient else ActionOutcome.TERMINAL,
             error,
-            extra=ids,
+            extra={"run_id": run_id, "step_id": step_id, "channel_id": channel.id},
         )
-        raise error
+        return error
 
     def _forbidden(self, channel: Any, exc: discord.Forbidden, embed: bool) -> str:
         guild = getattr(channel, "guild", None)
@@ -430,12 +479,14 @@ class DiscordDelivery:
 
 
 def allowed_mentions(decision: Mentions) -> discord.AllowedMentions:
-    """The policy's decision as Discord applies it: only what it names may ping, never users."""
+    """The policy's decision as Discord applies it: only what it names may ping, users only
+    those a cue pings by name (its attendees)."""
     if decision.suppressed:
         return discord.AllowedMentions.none()
+    users: list[discord.Object] | bool = [discord.Object(i) for i in decision.allowed_user_ids] or False
     return discord.AllowedMentions(
         everyone=decision.everyone,
-        users=False,
+        users=users,
         roles=[discord.Object(i) for i in decision.allowed_role_ids],
         replied_user=False,
     )

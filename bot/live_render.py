@@ -17,9 +17,9 @@ import discord
 
 from actions import limits
 from bot.rendering import clip, fit, fit_list, person, run_name, status_colour, timestamp
+from bot.signup_view import signup_counts_line
 from bridge.live import HumanAction, LiveView, PostedLink, Waiting, WaitKind
-from runner.answers import Control
-from runner.states import Health, RunStatus
+from runner.states import Control, Health, RunStatus
 
 
 def headline(status: RunStatus | str) -> str:
@@ -155,6 +155,10 @@ def live_embed(view: LiveView, guild_id: int | None) -> discord.Embed:
         description=clip("\n".join(lines), limits.EMBED_DESCRIPTION_MAX),
         colour=status_colour(run.status),
     )
+    if view.signup_list is not None:
+        # The counts only (as ``/event status`` words them): names are on the sign-up message,
+        # and a member swapping for another changes nothing staff need to see edited.
+        embed.add_field(name="Sign-ups", value=signup_counts_line(view.signup_list), inline=False)
     if view.last_action is not None:
         embed.add_field(name="Last action", value=clip(action_line(view.last_action), 1024), inline=False)
     links = _links(guild_id, view.posted)

@@ -19,13 +19,12 @@ from typing import Any
 from actions import limits
 from bot.rendering import clip, person, run_name, timestamp
 from runner import history
-from runner.answers import Control
 from runner.definitions import shown_duration
-from runner.states import Health, RunStatus
+from runner.states import Control, Health, RunStatus
 from runner.views import RunView, StepView, step_name
 
 # What a person reads as the message a step posted, by the step's action.
-_POSTED_AS = {"gm.cue": "cue", "discord.announce": "announcement"}
+_POSTED_AS = {"gm.cue": "cue", "discord.announce": "announcement", "discord.signup": "sign-up message"}
 
 
 @dataclass(frozen=True)

@@ -76,11 +76,12 @@ def _names(members: list[signups.Signup], size: int) -> str:
 
 def signup_embed(listed: signups.SignupList, title: str, now: dt.datetime) -> discord.Embed:
     closed = listed.is_closed(now)
-    when = (
-        "Sign-ups are closed."
-        if closed
-        else f"Sign-ups close {timestamp(listed.closes_at, 'R')} ({timestamp(listed.closes_at, 'f')})."
-    )
+    if closed:
+        when = "Sign-ups are closed."
+    elif listed.closes_at is None:
+        when = "Sign-ups stay open until the event ends."
+    else:
+        when = f"Sign-ups close {timestamp(listed.closes_at, 'R')} ({timestamp(listed.closes_at, 'f')})."
     embed = discord.Embed(
         title=clip(f"Sign-ups: {title}", limits.EMBED_TITLE_MAX),
         description=f"Starts {timestamp(listed.starts_at, 'F')}. {when}",
@@ -102,7 +103,7 @@ def signup_embed(listed: signups.SignupList, title: str, now: dt.datetime) -> di
 
 def digest(embed: discord.Embed, view: discord.ui.View) -> str:
     """What an edit would show, as one hash: an edit equal to the last one is never sent."""
-    shown = {"embed": embed.to_dict(), "buttons": [item.to_component_dict() for item in view.children]}  # type: ignore[attr-defined]
+    shown = {"embed": embed.to_dict(), "buttons": [item.to_component_dict() for item in view.children]}
     return hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()
 
 

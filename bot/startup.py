@@ -15,7 +15,7 @@ import os
 import socket
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 import discord
@@ -99,7 +99,7 @@ def discord_unreachable(exc: BaseException) -> Unreachable | None:
 def database_unreachable(exc: BaseException, where: str) -> Unreachable | StartupError:
     """``exc`` (one of DATABASE_ERRORS) as worth retrying or not."""
     original = getattr(exc, "orig", None) or exc
-    args = getattr(original, "args", ())
+    args: tuple[Any, ...] = getattr(original, "args", ())
     code = args[0] if args and isinstance(args[0], int) else None
     reason = f"{args[1]} (error {code})" if code is not None and len(args) > 1 else _plain(original)
     if code in _REFUSED_BY_THE_DATABASE:

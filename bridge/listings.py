@@ -23,7 +23,6 @@ never create two Discord events for one run.
 from __future__ import annotations
 
 import datetime as dt
-import enum
 import hashlib
 import json
 import logging
@@ -43,16 +42,9 @@ from runner.definitions.model import (
     CronSchedule,
 )
 from runner.sql.run_log import LogFollower
-from runner.states import RunStatus
+from runner.states import ListingStatus, RunStatus
 
 log = logging.getLogger(__name__)
-
-
-class ListingStatus(enum.StrEnum):
-    SCHEDULED = "scheduled"
-    ACTIVE = "active"
-    COMPLETED = "completed"
-    CANCELLED = "cancelled"
 
 
 _R = RunStatus
@@ -67,12 +59,8 @@ STATUS_OF_RUN: dict[RunStatus, ListingStatus] = {
     _R.MISSED: ListingStatus.CANCELLED,
     _R.FAILED: ListingStatus.CANCELLED,
 }
-# What a publisher stores when no request is worth making: the event was deleted in Discord
-# (never recreate it), or the occurrence was over before it could be listed.
-GONE = "gone"
 # Run-log lines one pass reads.
 LOG_PAGE = 1000
-SKIPPED = "skipped"
 # A listing that keeps failing is tried again at most hourly: Discord is not asked in a tight loop
 # about an event it refuses, and an hour is short enough for a fix to show the same evening.
 LONGEST_RETRY_SECONDS = 3600.0
@@ -342,7 +330,7 @@ class ListingService:
 
     @retry_on_conflict
     async def settle(
-        self, work: Work, external_id: str | None, status: str, *, digest: str | None = None
+        self, work: Work, external_id: str | None, status: ListingStatus, *, digest: str | None = None
     ) -> None:
         """Discord now shows ``work.desired`` (or ``status`` says why nothing does)."""
         async with self.engine.begin() as conn:

@@ -1,7 +1,7 @@
 """A run's live message as the store tells it, with no Discord in it: where the run is (phase *i*
 of *n*, the current step), what it waits for and until when, the last thing a person did to it,
-where its steps posted (channel and message ids) and, once it is over, how it ended; and where
-its live message is.
+where its steps posted (channel and message ids), its sign-up list when its event has ``signup:``
+(``runner.signups``), and, once it is over, how it ended; and where its live message is.
 
 The bot renders ``LiveView`` as the embed it keeps edited in the staff channel
 (``bot.loops.live_runs``); the staff log links a run's lines to ``live_message_of``.
@@ -22,27 +22,30 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bridge.sql import live_messages as live_sql
-from runner import catalog, history
+from runner import catalog, history, signups
 from runner.db import retry_on_conflict
 from runner.history import Actor, Entry, RunEnding
 from runner.records import RunRecord
 from runner.sql import run_log as run_log_sql
 from runner.sql import runs as runs_sql
-from runner.states import RUN_TERMINAL, STEP_OPEN, RunStatus, StepStatus
+from runner.states import RUN_TERMINAL, STEP_OPEN, Control, RunStatus, StepStatus
 from runner.views.runs import RunView, StepView, run_view, step_name
 
 # The actor the schedule starts its occurrences as: a start, but nobody's hand.
 SCHEDULE_ACTOR = "schedule"
 
 
-class WaitKind(enum.StrEnum):
-    START = "start"  # scheduled, not started yet
-    BLOCKED = "blocked"  # another run holds its concurrency key
-    GM = "gm"  # a cue posted, waiting for a GM's Confirm or Skip
-    WAIT = "wait"  # the next step is held until a time (a wait)
-    RETRY = "retry"  # a step failed and is retried at a time
-    PAUSED = "paused"  # paused by a person, or by a step that failed
-    ACTION = "action"  # a step's action is running now
+class WaitKind(enum.Enum):
+    """What a run in flight waits for. A tag the renderer matches on, never stored, sent or
+    compared with a string: its members have no words of their own."""
+
+    START = enum.auto()  # scheduled, not started yet
+    BLOCKED = enum.auto()  # another run holds its concurrency key
+    GM = enum.auto()  # a cue posted, waiting for a GM's Confirm or Skip
+    WAIT = enum.auto()  # the next step is held until a time (a wait)
+    RETRY = enum.auto()  # a step failed and is retried at a time
+    PAUSED = enum.auto()  # paused by a person, or by a step that failed
+    ACTION = enum.auto()  # a step's action is running now
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ class LiveView:
     last_action: HumanAction | None
     posted: list[PostedLink] = field(default_factory=list)
     ending: RunEnding | None = None
+    # The run's sign-ups (None: its event takes none); the message shows the counts.
+    signup_list: signups.SignupList | None = None
 
     @property
     def ended(self) -> bool:
@@ -119,7 +124,8 @@ async def live_view(
         )
     if record is None:
         return None
-    return build_live_view(run, record, entries, now, ending)
+    listed = await signups.listing(engine, run_id)
+    return build_live_view(run, record, entries, now, ending, listed)
 
 
 def build_live_view(
@@ -128,6 +134,7 @@ def build_live_view(
     entries: Sequence[Entry],
     now: dt.datetime,
     ending: RunEnding | None = None,
+    listed: signups.SignupList | None = None,
 ) -> LiveView:
     phases = run.phases
     index = next((i for i, p in enumerate(phases) if p.key == run.current_phase), None)
@@ -143,6 +150,7 @@ def build_live_view(
         last_action=_last_action(entries, run),
         posted=_posted(run),
         ending=ending,
+        signup_list=listed,
     )
 
 
@@ -218,15 +226,15 @@ def _last_action(entries: Sequence[Entry], run: RunView) -> HumanAction | None:
         if entry.step_id is not None and step is None:
             step = step_name(entry.step_id)
         if isinstance(event, history.RunCreated):
-            return HumanAction("start", actor, entry.at)
+            return HumanAction(Control.START, actor, entry.at)
         if isinstance(event, history.RunStatusChanged) and event.control:
             return HumanAction(event.control, actor, entry.at, note=event.reason)
         if isinstance(event, history.StepConfirmed):
-            return HumanAction("confirm", actor, entry.at, step, event.note)
+            return HumanAction(Control.CONFIRM, actor, entry.at, step, event.note)
         if isinstance(event, history.StepSkipped):
-            return HumanAction("skip", actor, entry.at, step, event.note)
+            return HumanAction(Control.SKIP, actor, entry.at, step, event.note)
         if isinstance(event, history.StepRequeued):
-            return HumanAction("retry", actor, entry.at, step)
+            return HumanAction(Control.RETRY, actor, entry.at, step)
     return None
 
 
@@ -318,6 +326,18 @@ class LiveMessages:
     async def followable(self, run_id: int) -> bool:
         async with self.engine.connect() as conn:
             return await live_sql.followable(conn, run_id)
+
+    async def signup_counts(self) -> dict[int, frozenset[tuple[str, str, int]]]:
+        """Per run whose message is open, its sign-up counts as (option, status, how many): a
+        change here is a change the message shows, though the run log has no line for it."""
+        async with self.engine.connect() as conn:
+            rows = await live_sql.signup_counts_of_open(conn)
+        found: dict[int, set[tuple[str, str, int]]] = {}
+        for row in rows:
+            found.setdefault(int(row["run_id"]), set()).add(
+                (str(row["option"]), str(row["status"]), int(row["n"]))
+            )
+        return {run_id: frozenset(counts) for run_id, counts in found.items()}
 
     async def count_open(self) -> int:
         async with self.engine.connect() as conn:

@@ -38,6 +38,7 @@ from cli.health import cmd_health
 from cli.rehearse import cmd_rehearse
 from cli.serve import cmd_run, cmd_sync
 from cli.upcoming import DEFAULT_COUNT, cmd_upcoming
+from runner.states import Control
 from wiring.config import ConfigError
 
 # ── The parser ──────────────────────────────────────────────────────────────
@@ -196,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rehearse.add_argument(
         "--cues",
-        choices=("ask", "confirm", "skip"),
+        choices=("ask", Control.CONFIRM.value, Control.SKIP.value),
         help="how GM cues are answered: ask at the keyboard, or confirm / skip every one "
         "(default: ask when run in a terminal, confirm otherwise)",
     )
@@ -400,8 +401,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _exit_code(exc.code)
     _configure_streams()
     _configure_logging(args.command, args.verbose, args.log_format)
+    handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        return args.handler(args)
+        return handler(args)
     except ConfigError as exc:
         where = f" ({exc.source})" if exc.source else ""
         print(f"the configuration is not valid{where}:", file=sys.stderr)

@@ -107,7 +107,7 @@ class _OneLineReconnect(logging.Filter):
             error = record.exc_info[1]
             reason = f"{type(error).__name__}: {error}".rstrip(": ") if error else "unknown"
             record.msg = "lost the connection to Discord (%s); reconnecting in %.1f s"
-            record.args = (reason, *(record.args or ()))  # type: ignore[misc]
+            record.args = (reason, *(record.args or ()))
             record.exc_info = record.exc_text = None
             record.levelno, record.levelname = logging.WARNING, "WARNING"
         return True

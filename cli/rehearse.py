@@ -22,6 +22,7 @@ from cli.common import (
 )
 from cli.definitions import config_line
 from runner.db import DATABASE_ERRORS
+from runner.states import Control
 
 
 def _leftover_rehearsal_arguments(args: argparse.Namespace) -> None:
@@ -38,7 +39,14 @@ def _leftover_rehearsal_arguments(args: argparse.Namespace) -> None:
 
 
 def cmd_rehearse(args: argparse.Namespace) -> int:
-    from rehearsal import RehearsalOptions, cancel_rehearsals, is_terminal, rehearse, resume_rehearsals
+    from rehearsal import (
+        CueMode,
+        RehearsalOptions,
+        cancel_rehearsals,
+        is_terminal,
+        rehearse,
+        resume_rehearsals,
+    )
 
     leftovers = args.resume or args.cancel is not None
     if leftovers:
@@ -46,7 +54,8 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     elif args.file is None:
         raise UsageError("name the event definition FILE to rehearse")
     config = load_config(args.config)
-    cues = args.cues or ("ask" if is_terminal(sys.stdin) else "confirm")
+    # argparse's choices= keeps --cues to the three modes.
+    cues: CueMode = args.cues or ("ask" if is_terminal(sys.stdin) else Control.CONFIRM)
     options = RehearsalOptions(
         file=None if leftovers else Path(args.file),
         cues=cues,

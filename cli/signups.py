@@ -81,11 +81,14 @@ def _record(run_id: int, signup: signups.Signup) -> dict[str, Any]:
 
 
 def list_lines(listed: signups.SignupList) -> list[str]:
-    closes = f"{listed.closes_at:%a %d %b %Y %H:%M} UTC"
     state = "closed" if listed.is_closed(utcnow()) else "open"
-    before = listed.definition.closes_before_start()
-    when = f"{shown_duration(before)} before the start" if before else "at the start"
-    lines = [f"run {listed.run_id}: sign-ups {state}, closing {closes} ({when})"]
+    if listed.closes_at is None:
+        lines = [f"run {listed.run_id}: sign-ups {state}, closing when the run ends"]
+    else:
+        closes = f"{listed.closes_at:%a %d %b %Y %H:%M} UTC"
+        before = listed.definition.closes_before_start()
+        when = f"{shown_duration(before)} before the start" if before else "at the start"
+        lines = [f"run {listed.run_id}: sign-ups {state}, closing {closes} ({when})"]
     for option in listed.options:
         cap = f"/{option.capacity}" if option.capacity is not None else ""
         lines.append(f"{option.name} ({len(option.confirmed)}{cap}):")

@@ -6,8 +6,19 @@ import datetime as dt
 import re
 from typing import Any
 
-from actions.delivery import Announcement, Cue, DeliveryError, Embed, Posted, StartedThread, ThreadRequest
+from actions.delivery import (
+    Announcement,
+    Cue,
+    DeliveryError,
+    Embed,
+    Posted,
+    SignupPost,
+    SignupPosted,
+    StartedThread,
+    ThreadRequest,
+)
 from actions.mentions import Mentions
+from actions.messaging import attendee_mentions, discord_timestamp
 from rehearsal.console import Console, run_label
 from runner import views
 from runner.definitions import REMINDERS_PHASE
@@ -39,6 +50,8 @@ class ConsoleDelivery:
         self._posted: dict[str, Posted] = {}
         # Threads by the message they were started on: one per message, as in Discord.
         self.threads: dict[str, StartedThread] = {}
+        # Sign-up messages by run: one per run, as the bot keeps it.
+        self.signup_messages: dict[int, Posted] = {}
 
     # ── the protocol ──
 
@@ -85,6 +98,80 @@ class ConsoleDelivery:
             name=request.name,
         )
         return started
+
+    async def post_signup(self, request: SignupPost) -> SignupPosted:
+        label = run_label(request.run_id, request.context.scope if request.context else "")
+        existing = self.signup_messages.get(request.run_id)
+        if existing is not None:
+            self.console.emit_for_step(
+                request.step_id,
+                "delivery",
+                f"{label}: the sign-up message is up already (message {existing.message_id}); not posted again",
+                kind="duplicate",
+                run_id=request.run_id,
+                step_id=request.step_id,
+            )
+            return SignupPosted(existing, created=False)
+        as_announcement = Announcement(
+            request.channel,
+            request.content,
+            Embed(title="Sign-ups"),
+            None,
+            "",
+            request.run_id,
+            request.step_id,
+        )
+        problems = self.aliases.problems(as_announcement)
+        if problems:
+            raise DeliveryError("; ".join(problems), transient=False)
+        channel = self.aliases.channel(as_announcement)
+        channel_id = self.config.channel_id(channel) if channel else None
+        posted = Posted(
+            channel_id=str(channel_id or channel),
+            message_id=f"console-signup-{request.run_id}",
+            channel_name=channel,
+        )
+        self.signup_messages[request.run_id] = posted
+        listed = request.listing
+        title = request.context.event_title if request.context else "event"
+        body = [*(request.content or "").splitlines()]
+        body.append(f"┃ Sign-ups: {title}")
+        # As the bot draws it (``bot.signup_view``): once closed, only Leave is a live button.
+        closed = listed.is_closed(self.console.clock.now())
+        if closed:
+            when = "Sign-ups are closed."
+        elif listed.closes_at is None:
+            when = "Sign-ups stay open until the event ends."
+        else:
+            when = f"Sign-ups close {discord_timestamp(listed.closes_at, 'R')}."
+        body.append(f"┃ Starts {discord_timestamp(listed.starts_at, 'F')}. {when}")
+        for option in listed.options:
+            cap = f"/{option.capacity}" if option.capacity is not None else ""
+            seated = attendee_mentions([s.member_id for s in option.confirmed])
+            body.append(f"┃ {option.name} ({len(option.confirmed)}{cap}): {seated}")
+            if option.waitlisted:
+                waiting = attendee_mentions([s.member_id for s in option.waitlisted])
+                body.append(f"┃   waiting ({len(option.waitlisted)}): {waiting}")
+        capacity = f"/{listed.definition.capacity}" if listed.definition.capacity is not None else ""
+        body.append(f"┃ — {len(listed.confirmed)}{capacity} signed up · {len(listed.waitlisted)} waiting")
+        body = self._readable(body)
+        options = "  ".join(f"[ {option.name} ]" for option in listed.options)
+        body.append(f"{options}  [ Leave ]" + ("  (sign-ups are closed: only Leave works)" if closed else ""))
+        self.console.emit_for_step(
+            request.step_id,
+            "delivery",
+            f"{label}: sign-up message in {self._where(channel)}, no ping",
+            *body,
+            kind="signup",
+            run_id=request.run_id,
+            step_id=request.step_id,
+            scope=request.context.scope if request.context else None,
+            channel=channel,
+            content=request.content,
+            options=[option.name for option in listed.options],
+            closed=closed,
+        )
+        return SignupPosted(posted, created=True)
 
     async def check(self, request: Announcement | Cue) -> list[str]:
         # The rule ``validate`` and ``publish`` apply too (``wiring.aliases``).

@@ -15,6 +15,7 @@ from actions import build_registry
 from bridge.listings import Desired, desired_state
 from rehearsal import transcript
 from rehearsal.console import Console, format_duration, is_terminal, run_label
+from rehearsal.delivery import ConsoleDelivery
 from runner import catalog, views
 from runner.clock import ManualClock
 from runner.definitions import REMINDER_ACTION, REMINDERS_PHASE, EventDefinition
@@ -24,12 +25,13 @@ from runner.history import Entry, RunCreated, RunStatusChanged
 from runner.registry import Envelope
 from runner.reminder_rules import reminder_label
 from runner.schema import RUN_TERMINAL
-from runner.states import RunStatus, StepStatus
+from runner.states import ActionOutcome, Control, RunStatus, StepStatus
 from wiring.control_text import control_text
 from wiring.run_text import failed_step, last_error_text
 from wiring.services import Services
 
-CueMode = Literal["ask", "confirm", "skip"]
+# How GM cues are answered: asked at the keyboard, or one cue control pressed on every cue.
+CueMode = Literal["ask", Control.CONFIRM, Control.SKIP]
 ACTOR = "rehearsal"
 # Enough for an event of hundreds of steps with every retry; a rehearsal that needs more is
 # going round in circles, and saying so beats hanging the terminal.
@@ -47,7 +49,7 @@ Sleep = Callable[[float], Awaitable[Any]]
 class RehearsalOptions:
     # None when resuming the runs already in ``database_url``.
     file: Path | None
-    cues: CueMode = "confirm"
+    cues: CueMode = Control.CONFIRM
     # Event seconds per real second; None passes waits instantly.
     speed: float | None = None
     scope: str | None = None
@@ -76,7 +78,7 @@ class Rehearsal:
 
     def __init__(
         self,
-        services: Services,
+        services: Services[ConsoleDelivery],
         definition: EventDefinition | None,
         options: RehearsalOptions,
         console: Console,
@@ -210,7 +212,7 @@ class Rehearsal:
             "before_seconds": reminder.before,
             "action": REMINDER_ACTION,
         }
-        if outcome.outcome == "done":
+        if outcome.outcome is ActionOutcome.DONE:
             self.console.aside("reminder", f"{name}: sent", **record, outcome="sent")
             return
         error = outcome.error or "not sent"
@@ -321,7 +323,7 @@ class Rehearsal:
         if choice == "ask":
             choice = await self._ask(view, step)
         controls = self.services.controls
-        if choice == "confirm":
+        if choice == Control.CONFIRM:
             result = await controls.confirm(step.id, actor=ACTOR)
         else:
             result = await controls.skip(step.id, actor=ACTOR)
@@ -345,10 +347,10 @@ class Rehearsal:
             if not is_terminal(sys.stdin):
                 # Answers piped in are not echoed by a terminal; echo them so the transcript reads.
                 out.write(f"{answer}\n")
-            if answer in ("c", "confirm"):
-                return "confirm"
-            if answer in ("s", "skip"):
-                return "skip"
+            if answer in ("c", Control.CONFIRM):
+                return Control.CONFIRM
+            if answer in ("s", Control.SKIP):
+                return Control.SKIP
             if answer in ("q", "quit"):
                 raise _Stop("stopped at a cue, as asked")
             out.write(f"{answer!r} is not an answer here: {CUE_KEYS}\n" if answer else f"{CUE_KEYS}\n")

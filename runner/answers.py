@@ -15,19 +15,7 @@ from typing import Any
 
 from runner.history import Actor
 from runner.records import RunRecord, StepRecord
-from runner.states import RUN_TERMINAL, STEP_OPEN, StepStatus
-
-
-class Control(enum.StrEnum):
-    """The control that answered (front ends say "cannot pause: …")."""
-
-    START = "start"
-    PAUSE = "pause"
-    RESUME = "resume"
-    CANCEL = "cancel"
-    RETRY = "retry"
-    CONFIRM = "confirm"
-    SKIP = "skip"
+from runner.states import RUN_TERMINAL, STEP_OPEN, Control, StepStatus
 
 
 class Reason(enum.StrEnum):

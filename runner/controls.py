@@ -19,7 +19,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from runner import catalog
 from runner.answers import (
     CUE_ACTION,
-    Control,
     ControlResult,
     CueRef,
     Reason,
@@ -37,11 +36,12 @@ from runner.lifecycle import Handover, move_run
 from runner.sql import run_leases, step_settles
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
-from runner.states import RUN_IN_FLIGHT, RUN_SETTLES_STEPS, RunStatus, StepStatus
+from runner.states import RUN_IN_FLIGHT, RUN_SETTLES_STEPS, Control, RunStatus, StepStatus
 
 __all__ = ["CUE_ACTION", "CUE_VERBS", "Control", "ControlResult", "Controls", "CueRef", "Reason"]
 
-CUE_VERBS = ("confirm", "skip")
+# The controls a GM cue's buttons press.
+CUE_VERBS = (Control.CONFIRM, Control.SKIP)
 
 # Row ids are positive 64-bit integers. Anything else names no row, and SQLite's driver refuses
 # to even bind an integer past 2**63, so such an id is answered without asking the database.
@@ -227,7 +227,7 @@ class Controls:
             return refused_run(Control.RESUME, None, run_id)
         now = self.clock.now()
         async with self.engine.begin() as conn:
-            if not await _resume(conn, run_id, now, as_actor(actor), "resume"):
+            if not await _resume(conn, run_id, now, as_actor(actor), Control.RESUME.value):
                 return refused_run(Control.RESUME, await runs_sql.get(conn, run_id), run_id)
         self._changed()
         return ControlResult(True, Control.RESUME, Reason.RESUMED, run_id=run_id)
@@ -299,7 +299,7 @@ class Controls:
             requeued = StepRequeued(previous_error=step["last_error"])
             await record(conn, run_id, requeued, now, step_id=int(step["id"]), actor=actor)
             if run.status is RunStatus.PAUSED:
-                if not await _resume(conn, run_id, now, actor, "retry"):
+                if not await _resume(conn, run_id, now, actor, Control.RETRY.value):
                     raise _Raced
             else:
                 await run_leases.nudge(conn, run_id, now)
@@ -324,7 +324,7 @@ class Controls:
         and nothing changes: the step id comes from the button, not from the engine."""
         if verb not in CUE_VERBS:
             return ControlResult(False, Control.CONFIRM, Reason.NOT_A_CUE_VERB, verb=str(verb))
-        if verb == "confirm":
+        if verb == Control.CONFIRM:
             return await self.confirm(step_id, actor=actor, cue_only=True, message_id=message_id)
         return await self.skip(step_id, actor=actor, cue_only=True, message_id=message_id)
 

@@ -1,13 +1,7 @@
 """Calling an action and reading its answer.
 
-The answer protocol is the seeds' (§F), kept as plain dicts so an action needs nothing from the
-runner to speak it::
-
-    {"ok": True}                         done
-    {"ok": True, "holdFor": 300}         done, and hold the next step for 300 s
-    {"ok": True, "await": "human"}       parked: a cue waits for a GM's confirm or skip
-    {"ok": False, "retry": False, ...}   terminal failure
-    anything else                        transient failure (retried)
+The answer protocol is the seeds' (§F), kept as plain dicts; its keys, and the shape each
+outcome takes, are ``runner.states.AnswerKey``'s.
 
 **No shape a failure can take reads as success**: only ``ok is True`` succeeds; a missing,
 truthy or string ``ok`` is a failure; a ``holdFor`` that is not a non-negative number is a
@@ -25,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from runner.registry import Action, ActionRegistry, Envelope
-from runner.states import ActionOutcome
+from runner.states import AWAIT_HUMAN, ActionOutcome, AnswerKey
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +38,7 @@ class Classified:
 
 
 def _error_text(answer: dict[str, Any], fallback: str) -> str:
-    error = answer.get("error")
+    error = answer.get(AnswerKey.ERROR)
     return str(error) if error else fallback
 
 
@@ -68,25 +62,25 @@ def classify(answer: Any, action_id: str) -> Classified:
         return Classified(
             ActionOutcome.RETRY, error=f"{action_id} answered {type(answer).__name__}, not a result"
         )
-    output = answer.get("output") if isinstance(answer.get("output"), dict) else None
-    if answer.get("__timedOut"):
+    output = answer.get(AnswerKey.OUTPUT) if isinstance(answer.get(AnswerKey.OUTPUT), dict) else None
+    if answer.get(AnswerKey.TIMED_OUT):
         return Classified(ActionOutcome.RETRY, error=_error_text(answer, f"{action_id} timed out"))
-    if answer.get("ok") is not True:
-        if answer.get("ok") is False and answer.get("retry") is False:
+    if answer.get(AnswerKey.OK) is not True:
+        if answer.get(AnswerKey.OK) is False and answer.get(AnswerKey.RETRY) is False:
             return Classified(
                 ActionOutcome.TERMINAL, error=_error_text(answer, f"{action_id} failed"), output=output
             )
         return Classified(
             ActionOutcome.RETRY, error=_error_text(answer, f"{action_id} did not answer ok"), output=output
         )
-    if answer.get("await") == "human":
+    if answer.get(AnswerKey.AWAIT) == AWAIT_HUMAN:
         return Classified(ActionOutcome.PARKED, output=output)
-    if "holdFor" in answer and answer["holdFor"] is not None:
-        hold = _hold_seconds(answer["holdFor"])
+    if answer.get(AnswerKey.HOLD_FOR) is not None:
+        hold = _hold_seconds(answer[AnswerKey.HOLD_FOR])
         if hold is None:
             return Classified(
                 ActionOutcome.TERMINAL,
-                error=f"{action_id} answered holdFor={answer['holdFor']!r}, not a number of seconds",
+                error=f"{action_id} answered holdFor={answer[AnswerKey.HOLD_FOR]!r}, not a number of seconds",
             )
         return Classified(ActionOutcome.DONE, hold_seconds=hold, output=output)
     return Classified(ActionOutcome.DONE, output=output)
@@ -114,7 +108,10 @@ async def _call(action: Action[Any], envelope: Envelope, params: Any) -> Classif
             answer = await action.perform(envelope, params)
     except TimeoutError:
         return classify(
-            {"__timedOut": True, "error": f"{action.id} exceeded its budget of {action.budget_ms} ms"},
+            {
+                AnswerKey.TIMED_OUT: True,
+                AnswerKey.ERROR: f"{action.id} exceeded its budget of {action.budget_ms} ms",
+            },
             action.id,
         )
     except asyncio.CancelledError:

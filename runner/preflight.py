@@ -42,7 +42,11 @@ def performed(definition: EventDefinition) -> Iterator[Performed]:
         yield Performed(REMINDER_ACTION, dict(reminder.params), field=f"reminders.{index}")
     for phase in definition.phases:
         for index, step in enumerate(phase.steps):
-            yield Performed(step.action, dict(step.params), phase=phase.key, step=index)
+            params = dict(step.params)
+            if step.action == SIGNUP_ACTION and params.get("channel") is None and definition.signup:
+                # The step posts where the sign-up says when it names no channel of its own.
+                params["channel"] = definition.signup.channel
+            yield Performed(step.action, params, phase=phase.key, step=index)
 
 
 async def preflight(
@@ -86,6 +90,7 @@ def listing_problem(
 
 THREAD_ACTION = "discord.thread"
 ANNOUNCE_ACTION = "discord.announce"
+SIGNUP_ACTION = "discord.signup"
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,9 @@ class Envelope:
 @dataclass(frozen=True)
 class Action(Generic[P]):
     """One verb. ``perform(envelope, params)`` gets the envelope and the params already parsed
-    by ``params_model``; with ``envelope.verify`` true it must check without acting and answer
-    ``{"ok": True}`` or ``{"ok": False, "retry": False, "problems": [...]}``.
+    by ``params_model``; it answers as ``runner.states.AnswerKey`` says. With ``envelope.verify``
+    true it must check without acting and answer done, or a terminal failure listing its
+    ``problems``.
 
     ``label`` names the action where a person chooses one (the known actions listed beside an
     unknown one); ``version`` is recorded on every step the action performs (``action_version``,

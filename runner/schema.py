@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
 from runner.states import (
+    LISTING_FINAL,
     RUN_HOLDS_KEY,
     RUN_IN_FLIGHT,
     RUN_IN_PROGRESS,
@@ -271,9 +272,8 @@ listings = sa.Table(
     sa.Index("idx_evlist_retry", "claim_expires_at"),
 )
 
-# The ``pushed_status`` values after which a listing is never pushed again: the mirror leaves
-# these rows alone (``bridge.sql.listings``), and retention may delete them with their run.
-LISTING_FINAL_STATUSES = ("completed", "cancelled", "gone", "skipped")
+# ``states.LISTING_FINAL`` in a fixed order, for the statements that filter ``pushed_status``.
+LISTING_FINAL_STATUSES = tuple(sorted(LISTING_FINAL))
 
 live_messages = sa.Table(
     "event_run_live_messages",
@@ -339,8 +339,8 @@ run_summaries = sa.Table(
     sa.Column("ended_by_id", sa.String(64), nullable=True),
     sa.Column("ended_by_name", sa.String(100), nullable=True),
     sa.Column("ended_why", sa.String(500), nullable=True),
-    # How many of its steps ended how ({"done": 4, "skipped": 1}), its reminders apart, and
-    # how many run-log lines it had.
+    # How many of its steps ended in each status (an object of ``StepStatus`` value to count),
+    # its reminders apart, and how many run-log lines it had.
     sa.Column("steps", sa.JSON, nullable=True),
     sa.Column("reminders", sa.JSON, nullable=True),
     sa.Column("log_lines", sa.Integer, nullable=False, server_default=sa.text("0")),
@@ -486,7 +486,8 @@ run_threads = sa.Table(
 thread_members = sa.Table(
     "event_thread_members",
     metadata,
-    # The confirmed attendees already added to a run's thread, so each is added once.
+    # The attendees the bot has added to a run's thread, so each is added once; deleted once
+    # Discord accepted taking the member out again (they gave up their seat).
     sa.Column("thread_id", sa.String(32), primary_key=True),
     sa.Column("member_id", sa.String(32), primary_key=True),
     sa.Column("added_at", _utc_datetime(), nullable=False),

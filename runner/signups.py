@@ -27,7 +27,7 @@ from runner.db import retry_on_conflict
 from runner.definitions import SignupDefinition
 from runner.errors import UnreadableDefinition
 from runner.sql import signups as sql
-from runner.states import RunStatus, SignupStatus
+from runner.states import RUN_TERMINAL, RunStatus, SignupStatus
 
 OVERALL = sql.OVERALL
 # Versions never change, so every caller in the process shares one parse of each per database.
@@ -139,7 +139,8 @@ class SignupList:
     definition: SignupDefinition
     options: list[OptionList]
     starts_at: dt.datetime
-    closes_at: dt.datetime
+    # ``None``: open until the run ends (``closes: end``).
+    closes_at: dt.datetime | None
     run_status: RunStatus
 
     @property
@@ -161,11 +162,15 @@ class _Run:
     signup: SignupDefinition
 
     @property
-    def closes_at(self) -> dt.datetime:
+    def closes_at(self) -> dt.datetime | None:
+        if self.signup.open_until_the_end:
+            return None
         return self.starts_at - dt.timedelta(seconds=self.signup.closes_before_start())
 
 
-def _closed(status: RunStatus, closes_at: dt.datetime, now: dt.datetime) -> bool:
+def _closed(status: RunStatus, closes_at: dt.datetime | None, now: dt.datetime) -> bool:
+    if closes_at is None:
+        return status in RUN_TERMINAL
     # Past the start (a run started early by hand, too) nobody new signs up.
     return status != RunStatus.SCHEDULED or now >= closes_at
 
@@ -186,7 +191,7 @@ async def _run(conn: AsyncConnection, run_id: int) -> _Run | None:
 
 
 def _over(status: RunStatus) -> bool:
-    return status in (RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.MISSED)
+    return status in RUN_TERMINAL
 
 
 @retry_on_conflict
@@ -401,6 +406,16 @@ async def counts(engine: AsyncEngine, run_ids: Sequence[int]) -> dict[int, dict[
     return out
 
 
+@dataclass(frozen=True)
+class RunSignups:
+    """``actions.signup.SignupStore`` on the database: a run's sign-up list."""
+
+    engine: AsyncEngine
+
+    async def listing(self, run_id: int) -> SignupList | None:
+        return await listing(self.engine, run_id)
+
+
 async def attendees(engine: AsyncEngine, run_id: int) -> list[str]:
     """The confirmed members' ids, in click order: ``{attendees}`` and a cue's ``ping: attendees``."""
     found = await listing(engine, run_id)
@@ -539,6 +554,43 @@ async def reclaim_unposted(
             ):
                 claimed.append(_message(row))
     return claimed
+
+
+class StepClaim(enum.StrEnum):
+    # The run has its message: nothing to post.
+    POSTED = "posted"
+    # The caller holds the row: it posts, where the row says.
+    CLAIMED = "claimed"
+    # Another poster holds a live claim (the booking, posting now): ask again later.
+    BUSY = "busy"
+
+
+async def claim_for_step(
+    engine: AsyncEngine,
+    run_id: int,
+    channel_id: str,
+    claimer: str,
+    now: dt.datetime,
+    *,
+    seconds: float = 60.0,
+) -> tuple[StepClaim, SignupMessage]:
+    """A ``discord.signup`` step's turn at the run's one message. The row is written before the
+    post, as the booking writes it (``claim_message``), so whichever writes it first posts; a
+    retry of the same step (``claimer``) takes its own row back at once, to post again with the
+    run's nonce (Discord answers a repeat with the message posted first)."""
+    until = now + dt.timedelta(seconds=seconds)
+    async with engine.begin() as conn:
+        if await sql.claim_message(conn, run_id, channel_id, claimer, now, until):
+            row = await sql.message_of(conn, run_id)
+            assert row is not None
+            return StepClaim.CLAIMED, _message(row)
+    async with engine.begin() as conn:
+        row = await sql.message_of(conn, run_id)
+        assert row is not None, "a sign-up message row is never deleted while its run exists"
+        if row["message_id"] is not None:
+            return StepClaim.POSTED, _message(row)
+        taken = await sql.take_over_unposted(conn, run_id, claimer, now, until)
+        return (StepClaim.CLAIMED if taken else StepClaim.BUSY), _message(row)
 
 
 async def message_posted(

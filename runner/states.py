@@ -4,6 +4,11 @@ The statuses are ``StrEnum``s whose values are the stored strings, so a row's ``
 ``RunStatus.RUNNING`` compare equal and the schema's ENUM columns are built from these. The
 transition tables are what ``lifecycle.move_run`` checks every run move against; the groups
 below are the only place a set of statuses is spelled out.
+
+The words that cross the runner's edges are here too, for the same reason: an action's answer
+(``AnswerKey``, read into an ``ActionOutcome``), the controls a person presses (``Control``) and
+a listing's ``pushed_status`` (``ListingStatus``). Nothing else in the product spells them as
+strings (``tests/test_status_literals.py``).
 """
 
 from __future__ import annotations
@@ -61,6 +66,63 @@ class ActionOutcome(enum.StrEnum):
     TERMINAL = "terminal"
 
 
+class AnswerKey(enum.StrEnum):
+    """The keys of an action's answer, the seeds' dict protocol (§F), which
+    ``dispatch.classify`` reads into an ``ActionOutcome``. The answer stays a plain dict (these
+    members are its keys as they are spelled on the wire)::
+
+        {"ok": True}                         done
+        {"ok": True, "holdFor": 300}         done, and hold the next step for 300 s
+        {"ok": True, "await": "human"}       parked: a cue waits for a GM's confirm or skip
+        {"ok": False, "retry": False, ...}   terminal failure
+        anything else                        transient failure (retried)
+
+    A verify answers ``{"ok": True}`` or ``{"ok": False, "retry": False, "problems": [...]}``.
+    """
+
+    OK = "ok"
+    RETRY = "retry"
+    HOLD_FOR = "holdFor"
+    AWAIT = "await"
+    ERROR = "error"
+    PROBLEMS = "problems"
+    # Kept on the step (where a cue was posted, for one).
+    OUTPUT = "output"
+    # Written by ``dispatch`` itself for an action that outran its budget.
+    TIMED_OUT = "__timedOut"
+
+
+# The ``await`` of an answer that parks its step until a person settles it.
+AWAIT_HUMAN = "human"
+
+
+class Control(enum.StrEnum):
+    """The controls, the moves a person makes on a run or a step (``runner.controls``); a run's
+    status line records the one that moved it, and front ends say "cannot pause: …"."""
+
+    START = "start"
+    PAUSE = "pause"
+    RESUME = "resume"
+    CANCEL = "cancel"
+    RETRY = "retry"
+    CONFIRM = "confirm"
+    SKIP = "skip"
+
+
+class ListingStatus(enum.StrEnum):
+    """A run's listing (``event_run_listings.pushed_status``): the status of the Discord scheduled
+    event last pushed for it, or what a publisher stored when no request was worth making."""
+
+    SCHEDULED = "scheduled"
+    ACTIVE = "active"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    # The event was deleted in Discord: never recreate it.
+    GONE = "gone"
+    # The occurrence was over before it could be listed.
+    SKIPPED = "skipped"
+
+
 _R = RunStatus
 
 RUN_TERMINAL: frozenset[RunStatus] = frozenset({_R.COMPLETED, _R.CANCELLED, _R.FAILED, _R.MISSED})
@@ -93,6 +155,14 @@ RUN_TRANSITIONS: Mapping[RunStatus, frozenset[RunStatus]] = MappingProxyType(
         **{status: frozenset() for status in RUN_TERMINAL},
     }
 )
+
+_L = ListingStatus
+
+# The listings never pushed again: the mirror leaves these rows alone (``bridge.sql.listings``),
+# and retention may delete them with their run.
+LISTING_FINAL: frozenset[ListingStatus] = frozenset({_L.COMPLETED, _L.CANCELLED, _L.GONE, _L.SKIPPED})
+# The listings that occupy one of Discord's 100 slots.
+LISTING_LISTED: frozenset[ListingStatus] = frozenset({_L.SCHEDULED, _L.ACTIVE})
 
 _S = StepStatus
 

@@ -1,5 +1,13 @@
 """The run's side of ``discord.thread``: which announcement a thread is started on, and the
-threads started, for the bot to add attendees to and archive when the run ends."""
+threads started, for the bot to keep to the run's confirmed attendees and archive when the run
+ends.
+
+Membership is reconciled as the attendee role is (``runner.attendee_roles``): the members who
+should be in a thread are the run's confirmed attendees; the recorded members are those Discord
+accepted the bot adding and has not yet accepted it taking out. A front end adds the first not
+recorded and removes the recorded no longer confirmed (a leave, a move to the waiting list),
+recording each once Discord has answered, so a restart neither repeats nor forgets either. Only
+members the bot added are ever removed: someone who joined the thread on their own stays."""
 
 from __future__ import annotations
 
@@ -7,6 +15,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from runner import signups
 from runner.clock import Clock
 from runner.sql import threads as sql
 
@@ -85,3 +94,27 @@ async def members_added(engine: AsyncEngine, thread_id: str) -> set[str]:
 async def member_added(engine: AsyncEngine, thread_id: str, member_id: str, clock: Clock) -> None:
     async with engine.begin() as conn:
         await sql.member_added(conn, thread_id, member_id, clock.now())
+
+
+async def member_removed(engine: AsyncEngine, thread_id: str, member_id: str) -> None:
+    async with engine.begin() as conn:
+        await sql.member_removed(conn, thread_id, member_id)
+
+
+@dataclass(frozen=True)
+class MembershipChanges:
+    add: list[str]
+    remove: list[str]
+
+
+async def membership_changes(engine: AsyncEngine, thread: RunThread) -> MembershipChanges:
+    """Who to add to ``thread`` (confirmed, not recorded; in click order) and who to take out
+    (recorded, no longer confirmed). Asked only of a run in flight: once the run ends its thread
+    is archived with everyone in it."""
+    confirmed = await signups.attendees(engine, thread.run_id)
+    recorded = await members_added(engine, thread.thread_id)
+    seated = set(confirmed)
+    return MembershipChanges(
+        add=[m for m in confirmed if m not in recorded],
+        remove=sorted(recorded - seated),
+    )

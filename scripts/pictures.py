@@ -3,9 +3,11 @@
 
 What players, GMs and staff see, as Discord draws it, from the real bot: ``create_bot`` on a
 migrated SQLite database, driven through simcord (an offline Discord) and photographed by
-simcord's preview in a headless Chromium. The event is ``examples/invasion.yaml`` (one world,
-``aurora``), the config is ``config.example.yaml``'s aliases and permissions on a simulated
-server, so the pictures show what a new server set up as docs/setup.md says would show.
+simcord's preview in a headless Chromium. The config is ``config.example.yaml``'s aliases and
+permissions on a simulated server, so the pictures show what a new server set up as
+docs/setup.md says would show. Most scenes are one run of ``examples/invasion.yaml`` (one world,
+``aurora``); the sign-up scene is a server of its own, where ``examples/raid-night.yaml`` (cut
+to five seats) has a run booked and a few members have clicked.
 
 These are pictures, not tests: they assert nothing (the simcord tests in ``tests/bot/`` do), they
 need a browser the test suite does not, and a changed pixel is not a defect. Run it after
@@ -64,11 +66,14 @@ from actions import validation_registry  # noqa: E402
 from bot.app import EventBot, create_bot, sync_tree  # noqa: E402
 from runner import catalog  # noqa: E402
 from runner.db import create_engine  # noqa: E402
-from runner.definitions.loading import load_file  # noqa: E402
+from runner.definitions import EventDefinition  # noqa: E402
+from runner.definitions.loading import load_file, read_file  # noqa: E402
+from runner.definitions.validation import validate  # noqa: E402
 from runner.migrate import upgrade  # noqa: E402
 from wiring.config import Config  # noqa: E402
 
 EVENT = ROOT / "examples" / "invasion.yaml"
+SIGNUP_EVENT = ROOT / "examples" / "raid-night.yaml"
 EXAMPLE_CONFIG = ROOT / "config.example.yaml"
 SCOPE = "aurora"
 BOT_NAME = "eventbot"
@@ -80,6 +85,8 @@ STATUS_HEIGHT = 760
 TALL = 820
 # The publish preview, without the status answers above it in the same channel.
 PUBLISH_HEIGHT = 340
+# The sign-up message with its three options and two rows of buttons, and the answer below it.
+SIGNUP_HEIGHT = 560
 # The bot's loop sleeps this long between ticks; simcord's clock is virtual, so it costs nothing.
 TICK = 5.0
 # simcord gives the bot this long (real seconds) to settle after each action; generous, because a
@@ -120,6 +127,18 @@ def use_system_chromium(executable: str) -> None:
         return self._browser
 
     _capture.ManagedCapture._ensure_browser = _ensure_browser  # type: ignore[method-assign]
+
+
+def draw_mentions_in_embeds() -> None:
+    """simcord's preview draws a ``<@id>`` in an embed's description or field as typed; Discord's
+    client draws it as a mention (one that pings nobody) of a member it knows, which in a server
+    of a few people is everyone. The sign-up list is such a field, so for this process only the
+    preview's policy for those two places allows mentions; it resolves them (to the member's
+    name, for a viewer who may see them) as it does a message's."""
+    from simcord.preview import _markdown
+
+    for place in ("embed_description", "embed_field_value"):
+        _markdown._FIELD_POLICIES[place]["mentions"] = True
 
 
 # ── The simulated server ───────────────────────────────────────────────────────
@@ -188,8 +207,22 @@ def world_config(
     return Config.model_validate(data)
 
 
+def invasion() -> tuple[EventDefinition, str]:
+    return load_file(EVENT, validation_registry()), EVENT.name
+
+
+def small_raid() -> tuple[EventDefinition, str]:
+    """``examples/raid-night.yaml`` with five seats (one tank, one healer, three damage dealers),
+    so a few clicks fill an option and the next goes on its waiting list; without its schedule,
+    so the only run is the one the scene books."""
+    spec = read_file(SIGNUP_EVENT)
+    spec.pop("schedule", None)
+    spec["signup"].update(options={"tank": 1, "healer": 1, "dps": 3}, capacity=5)
+    return validate(spec, validation_registry(), file=SIGNUP_EVENT.name), SIGNUP_EVENT.name
+
+
 @contextlib.asynccontextmanager
-async def world() -> AsyncIterator[World]:
+async def world(event: tuple[EventDefinition, str]) -> AsyncIterator[World]:
     with tempfile.TemporaryDirectory(prefix="eventbot-pictures-") as tmp:
         engine = create_engine(f"sqlite+aiosqlite:///{Path(tmp) / 'eventbot.sqlite3'}")
         await upgrade(engine)
@@ -202,13 +235,13 @@ async def world() -> AsyncIterator[World]:
         await env.start()
         try:
             with env.time_context():
-                yield await _populate(env, engine)
+                yield await _populate(env, engine, event)
         finally:
             await env.shutdown()
             await engine.dispose()
 
 
-async def _populate(env: simcord.Env, engine: AsyncEngine) -> World:
+async def _populate(env: simcord.Env, engine: AsyncEngine, event: tuple[EventDefinition, str]) -> World:
     example = yaml.safe_load(EXAMPLE_CONFIG.read_text(encoding="utf-8"))
     guild = env.create_guild("Shadow Realms", id=100_000_000_000_000_001)
     channels = {alias: guild.create_text_channel(alias) for alias in example["channels"]}
@@ -231,8 +264,8 @@ async def _populate(env: simcord.Env, engine: AsyncEngine) -> World:
         staff=guild.add_member(env.create_user("morgan"), roles=[roles["event-team"]], nick="Morgan"),
         config=config,
     )
-    definition = load_file(EVENT, validation_registry())
-    await catalog.publish(engine, definition, w.now(), source=str(EVENT.name), actor="pictures")
+    definition, source = event
+    await catalog.publish(engine, definition, w.now(), source=source, actor="pictures")
     await w.start_bot()
     return w
 
@@ -299,7 +332,7 @@ def live_messages_available() -> bool:
     """The live run message (issue 12) is drawn by ``bot.loops.live_runs`` once it exists."""
     # Looked for beside this script, not by import: an editable install would find the module in
     # another checkout than the one being drawn.
-    return (ROOT / "bot" / "live_runs.py").exists()
+    return (ROOT / "bot" / "loops" / "live_runs.py").exists()
 
 
 async def shoot(w: World, camera: Camera) -> None:
@@ -384,6 +417,37 @@ async def shoot(w: World, camera: Camera) -> None:
     )
 
 
+async def shoot_signups(w: World, camera: Camera) -> None:
+    """A run of the raid booked for this evening; four members click a seat each, then the player
+    clicks the tank's, which is taken: the list with its waiting line, and the answer only the
+    player sees."""
+    starts = w.now().replace(hour=19, minute=0, second=0, microsecond=0)
+    if starts <= w.now() + dt.timedelta(hours=2):
+        starts += dt.timedelta(days=1)
+    async with w.engine.begin() as conn:
+        current = await catalog.current(conn, "raid-night", catalog.VersionCache())
+        await catalog.create_run(conn, current, "", starts, w.now(), actor="pictures")
+    await w.advance(TICK + 1)
+    announcements = w.channel("announcements")
+    message = announcements.last_message
+    if message is None or not message.embeds:
+        raise SystemExit("the sign-up message was not posted in #announcements")
+    for name, option in (("aldric", "tank"), ("brienne", "healer"), ("cato", "dps"), ("dara", "dps")):
+        raider = w.guild.add_member(w.env.create_user(name), nick=name.title())
+        await raider.click(message, label=option)
+    waiting = await w.player.click(message, label="tank")
+    # The list is edited at most once per 5 s: after the clicks, one edit shows them all.
+    await w.advance(TICK + 1)
+    await camera.take(
+        "signup",
+        "a sign-up message with a waiting list, and the answer to a click on a full option",
+        announcements,
+        w.player,
+        waiting,
+        height=SIGNUP_HEIGHT,
+    )
+
+
 def live_message(channel: simcord.ChannelHandle) -> Any:
     """The run's live message: the bot's one message with an embed in the staff log channel."""
     found = [m for m in channel.history() if m.embeds]
@@ -408,7 +472,7 @@ def _answer_text(result: Any) -> str:
 
 # ── Command line ─────────────────────────────────────────────────────────────────
 
-SCENES = (
+INVASION_SCENES = (
     "announcement",
     "cue-before",
     "cue-after",
@@ -418,13 +482,24 @@ SCENES = (
     "refused-control",
     "publish-preview",
 )
+SIGNUP_SCENES = ("signup",)
+SCENES = INVASION_SCENES + SIGNUP_SCENES
 
 
 async def main_async(out: Path, only: set[str] | None) -> list[Shot]:
-    async with world() as w:
-        camera = Camera(w, out, only)
-        await shoot(w, camera)
-        return camera.shots
+    """Each server simulated only when one of its scenes is wanted."""
+    shots: list[Shot] = []
+    for scenes, event, play in (
+        (INVASION_SCENES, invasion, shoot),
+        (SIGNUP_SCENES, small_raid, shoot_signups),
+    ):
+        if only is not None and not only & set(scenes):
+            continue
+        async with world(event()) as w:
+            camera = Camera(w, out, only)
+            await play(w, camera)
+            shots += camera.shots
+    return shots
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -439,6 +514,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(SCENES))
         return 0
     use_system_chromium(chromium_path())
+    draw_mentions_in_embeds()
     args.out.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
     shots = asyncio.run(main_async(args.out, set(args.only) if args.only else None))

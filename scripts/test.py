@@ -11,7 +11,7 @@ Creates .venv with the project and its test extras, installs Debian's mariadb-se
 and rsync where the machine can have them (root with apt-get) so the MariaDB tests have a server
 binary to start and the Galera tests a cluster (the tests start their own throwaway ``mariadbd``
 on loopback with its own data directory, and a three-node Galera cluster of their own, and stop
-them), lints, type-checks (mypy, strict on runner/, bridge/ and actions/: the ``[tool.mypy]``
+them), lints, type-checks (mypy, strict on every product package: the ``[tool.mypy]``
 section of pyproject.toml), then runs pytest. A lint or type error fails the command before any test runs.
 In CI (``CI`` set) a MariaDB or Galera test that cannot reach its server fails rather than skips.
 
@@ -91,7 +91,7 @@ def lint_and_type_check(python: Path) -> int:
         lint = subprocess.run([str(BIN / "ruff"), *check], cwd=ROOT)
         if lint.returncode != 0:
             return lint.returncode
-    say("mypy (strict: runner/, bridge/, actions/)")
+    say("mypy (strict: runner, bridge, actions, bot, wiring, cli, rehearsal)")
     return subprocess.run([str(python), "-m", "mypy"], cwd=ROOT).returncode
 
 

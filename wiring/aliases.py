@@ -11,7 +11,16 @@ with neither configured (the quick start), any alias is accepted. Nothing here i
 from __future__ import annotations
 
 from actions import mentions
-from actions.delivery import Announcement, Cue, DeliveryError, Posted
+from actions.delivery import (
+    Announcement,
+    Cue,
+    DeliveryError,
+    Posted,
+    SignupPost,
+    SignupPosted,
+    StartedThread,
+    ThreadRequest,
+)
 from actions.mentions import Mentions, PingPolicy
 from runner.history import RunEnding
 from runner.suggestions import did_you_mean
@@ -100,6 +109,12 @@ class AliasCheckDelivery:
         raise DeliveryError(NOT_A_POSTING_DELIVERY, transient=False)
 
     async def close_cue(self, run_id: int, step_id: int, posted: Posted, ended: RunEnding) -> None:
+        raise DeliveryError(NOT_A_POSTING_DELIVERY, transient=False)
+
+    async def start_thread(self, request: ThreadRequest) -> StartedThread:
+        raise DeliveryError(NOT_A_POSTING_DELIVERY, transient=False)
+
+    async def post_signup(self, request: SignupPost) -> SignupPosted:
         raise DeliveryError(NOT_A_POSTING_DELIVERY, transient=False)
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, assert_never
 
-from runner.answers import Control, ControlResult, Reason
+from runner.answers import ControlResult, Reason
 from runner.history import RunEnding
-from runner.states import RUN_TERMINAL, RunStatus, StepStatus
+from runner.states import RUN_TERMINAL, Control, RunStatus
 from runner.views import step_name
 
 NO_SCOPES = "none (leave the scope empty)"
@@ -117,8 +117,8 @@ _WORDS: dict[Reason, Callable[[ControlResult, Namer], str]] = {
     Reason.RESUMED: lambda r, name: f"run {r.run_id} resumed",
     Reason.CANCELLED: lambda r, name: f"run {r.run_id} cancelled: {r.cancel_reason}",
     Reason.RETRYING: lambda r, name: f"retrying {step_name(r.step_id, r.label)} of run {r.run_id}",
-    Reason.CONFIRMED: _settled("confirmed"),
-    Reason.SKIPPED: _settled(StepStatus.SKIPPED),
+    Reason.CONFIRMED: _settled(Reason.CONFIRMED),
+    Reason.SKIPPED: _settled(Reason.SKIPPED),
     Reason.NO_SUCH_RUN: lambda r, name: f"cannot {r.control}: no such run: {r.run_id}",
     Reason.RUN_ENDED: lambda r, name: f"cannot {r.control}: {run_status_words(r.run_status)}",
     Reason.WRONG_RUN_STATUS: lambda r, name: f"cannot {r.control}: {run_status_words(r.run_status)}",

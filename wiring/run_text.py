@@ -44,27 +44,21 @@ def last_error_text(run: RunView) -> str | None:
     return f"{step_name(step.id, step.label)} failed: {error}"
 
 
-# How a pruned run's counts read: a step's status, and a reminder's (as /event status words them).
+# How a pruned run's reminder counts read (as /event status words them); a step's count, and a
+# status not listed here, reads as the status itself.
 _S = StepStatus
-_STEP_WORDS: dict[str, str] = {
-    _S.DONE: "done",
-    _S.SKIPPED: "skipped",
-    _S.FAILED: "failed",
-    _S.CANCELLED: "cancelled",
-}
 _REMINDER_WORDS: dict[str, str] = {
     _S.DONE: "sent",
     _S.SKIPPED: "not sent",
     _S.FAILED: "not delivered",
-    _S.CANCELLED: "cancelled",
 }
 
 
-def _counted(counts: dict[str, int], noun: str, words: dict[str, str]) -> str | None:
+def _counted(counts: dict[str, int], noun: str, words: dict[str, str] | None = None) -> str | None:
     total = sum(counts.values())
     if not total:
         return None
-    parts = ", ".join(f"{n} {words.get(status, status)}" for status, n in sorted(counts.items()) if n)
+    parts = ", ".join(f"{n} {(words or {}).get(status, status)}" for status, n in sorted(counts.items()) if n)
     return f"{total} {noun}{'' if total == 1 else 's'} ({parts})"
 
 
@@ -75,7 +69,7 @@ def pruned_text(run: RunView) -> str | None:
     kept = [
         part
         for part in (
-            _counted(run.pruned.steps, "step", _STEP_WORDS),
+            _counted(run.pruned.steps, "step"),
             _counted(run.pruned.reminders, "reminder", _REMINDER_WORDS),
         )
         if part

@@ -23,6 +23,7 @@ from runner.clock import Clock, SystemClock
 from runner.controls import Controls
 from runner.engine import Runner, RunnerSettings
 from runner.registry import ActionRegistry
+from runner.signups import RunSignups
 from runner.threads import RunThreads
 
 # The delivery a front end wired in, as its own type (the bot's is a DiscordDelivery).
@@ -59,7 +60,7 @@ def assemble(
     versions = VersionCache()
     describe = views.step_describer(engine, versions)
     delivery = make_delivery(describe)
-    registry = build_registry(delivery, describe, RunThreads(engine, clock))
+    registry = build_registry(delivery, describe, RunThreads(engine, clock), RunSignups(engine))
     runner = Runner(
         engine,
         registry,

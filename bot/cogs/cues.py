@@ -32,7 +32,7 @@ from bot.permissions import actor_of
 from bot.protocols import Served, served
 from bot.rendering import control_answer, person
 from runner.controls import ControlResult
-from runner.states import STEP_OPEN, StepStatus
+from runner.states import STEP_OPEN, Control, StepStatus
 from runner.views import run_view
 
 log = logging.getLogger(__name__)
@@ -80,11 +80,11 @@ async def click(bot: Served, interaction: discord.Interaction, step_id: int, ver
     result = await controls.settle_cue(step_id, verb, actor=actor, message_id=message_id)
     ids = {"run_id": result.run_id, "step_id": step_id}
     if result.ok:
-        status = StepStatus.DONE if verb == "confirm" else StepStatus.SKIPPED
+        status = StepStatus.DONE if verb == Control.CONFIRM else StepStatus.SKIPPED
         log.info("cue %s %s by %s", step_id, status, actor, extra=ids)
         text = settled_text(status, interaction.user.mention, at=bot.services.clock.now())
         if not await _show(interaction, step_id, text):
-            word = "Confirmed" if verb == "confirm" else "Skipped"
+            word = "Confirmed" if verb == Control.CONFIRM else "Skipped"
             await interaction.followup.send(
                 f"{word}, but Discord did not let me update the message.", ephemeral=True
             )

@@ -67,7 +67,7 @@ def resolve_scope(value: str | None, scopes: Sequence[str]) -> str | None:
 
 async def reply(interaction: discord.Interaction, text: str | None = None, **fields: object) -> None:
     text = rendering.clip(text or "", limits.CONTENT_MAX)
-    await interaction.followup.send(text, ephemeral=True, **fields)  # type: ignore[arg-type]
+    await interaction.followup.send(text, ephemeral=True, **fields)  # type: ignore[call-overload]
 
 
 def matches(current: str, *texts: str) -> bool:
@@ -85,7 +85,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
 
     # ── start / rehearse ──────────────────────────────────────────────────
 
-    @app_commands.command(name="start", description="Start a published event now", extras=START)
+    @app_commands.command(name=Control.START.value, description="Start a published event now", extras=START)
     @app_commands.describe(definition="The event to start", scope="One scope (default: every scope)")
     async def start(
         self, interaction: discord.Interaction, definition: str, scope: str | None = None
@@ -140,6 +140,9 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
     async def _definitions(
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
+        return await self._definition_choices(current)
+
+    async def _definition_choices(self, current: str) -> list[app_commands.Choice[str]]:
         found = await views.list_definitions(self.bot.services.engine, self.bot.services.versions)
         choices = []
         for d in found:
@@ -168,9 +171,11 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         return choices[:MAX_CHOICES]
 
     # ── run controls ──────────────────────────────────────────────────────
+    # Each control's command (start's above too) is named for it: the word its answers use
+    # ("cannot pause: …").
 
     @app_commands.command(
-        name="pause", description="Pause a run (a step being sent finishes)", extras=CONTROL
+        name=Control.PAUSE.value, description="Pause a run (a step being sent finishes)", extras=CONTROL
     )
     @app_commands.describe(run="The run to pause")
     async def pause(self, interaction: discord.Interaction, run: int) -> None:
@@ -178,21 +183,25 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         result = await self.bot.services.controls.pause(run, actor=actor_of(interaction.user))
         await self._done(interaction, result)
 
-    @app_commands.command(name="resume", description="Resume a paused run", extras=CONTROL)
+    @app_commands.command(name=Control.RESUME.value, description="Resume a paused run", extras=CONTROL)
     @app_commands.describe(run="The run to resume")
     async def resume(self, interaction: discord.Interaction, run: int) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         result = await self.bot.services.controls.resume(run, actor=actor_of(interaction.user))
         await self._done(interaction, result)
 
-    @app_commands.command(name="retry", description="Retry the failed step a run stopped at", extras=CONTROL)
+    @app_commands.command(
+        name=Control.RETRY.value, description="Retry the failed step a run stopped at", extras=CONTROL
+    )
     @app_commands.describe(run="The run to retry")
     async def retry(self, interaction: discord.Interaction, run: int) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         result = await self.bot.services.controls.retry(run, actor=actor_of(interaction.user))
         await self._done(interaction, result)
 
-    @app_commands.command(name="cancel", description="Cancel a run; its open cues are closed", extras=CONTROL)
+    @app_commands.command(
+        name=Control.CANCEL.value, description="Cancel a run; its open cues are closed", extras=CONTROL
+    )
     @app_commands.describe(run="The run to cancel", reason="Why (it goes in the run's history)")
     async def cancel(
         self, interaction: discord.Interaction, run: int, reason: app_commands.Range[str, 1, 300]
@@ -210,7 +219,9 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
             edited = await mark_settled(self.client, result.cues, text)
         await self._done(interaction, result, edited=edited)
 
-    @app_commands.command(name="skip", description="Skip a pending step or a waiting cue", extras=CONTROL)
+    @app_commands.command(
+        name=Control.SKIP.value, description="Skip a pending step or a waiting cue", extras=CONTROL
+    )
     @app_commands.describe(run="The run", step="The step to skip")
     async def skip(self, interaction: discord.Interaction, run: int, step: int) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
@@ -344,7 +355,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
     async def _upcoming_events(
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
-        return await self._definitions(interaction, current)
+        return await self._definition_choices(current)
 
     # ── publishing ────────────────────────────────────────────────────────
 

@@ -78,6 +78,8 @@ async def click(bot: EventBot, interaction: discord.Interaction, run_id: int, ch
         text = join_answer(answer, mentions)
     await interaction.followup.send(text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
     bot.signup_messages.nudge()
+    # The live run message shows the counts too (``bot.loops.live_runs``, coalesced there).
+    bot.live_runs.nudge()
     # The attendee role and the event thread follow the seat (``bot.loops.attendee_roles``,
     # ``bot.loops.event_threads``): told now rather than at their next pass.
     bot.attendee_roles.nudge()

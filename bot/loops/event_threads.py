@@ -1,29 +1,33 @@
-"""The event threads after their step: the run's confirmed attendees added, and the thread
-archived when the run ends (completed, cancelled or failed).
+"""The event threads after their step: kept to the run's confirmed attendees (added as they
+confirm, taken out when they leave or move to the waiting list) and archived when the run ends
+(completed, cancelled or failed).
 
 A loop of its own (``WakeableLoop``, nudged after every tick), as the live run messages are, so
 a refused or slow request never holds up a run; only the process holding the ``event-threads``
 lease does it. What is done is in the database (``runner.threads``): an attendee added is
-recorded, a thread archived is marked, so a restart neither repeats nor forgets. Both requests
-are idempotent at Discord too, so one repeated after a crash between the answer and the record
-changes nothing.
+recorded, one taken out is unrecorded, a thread archived is marked, so a restart neither repeats
+nor forgets. The requests are idempotent at Discord too, so one repeated after a crash between
+the answer and the record changes nothing. Only members the bot added are taken out, and only
+while the run is in flight: at the end the thread is archived with everyone still in it.
 
-A thread that is gone (deleted by a moderator: 10003) is marked archived; an attendee who left
-the server (10007) is marked added. Any other refusal is logged once and tried again a minute
-later.
+A thread that is gone (deleted by a moderator: 10003) is marked archived, whichever request
+found it gone; an attendee who left the server (10007) is marked added, or taken out. Any other
+refusal (taking a member out needs Manage Threads) is logged once and tried again a minute
+later, for that kind of request only: a refused removal does not hold up the next attendee.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import discord
 
 from bot.errors import DATABASE_ERRORS
 from bot.loops.ticker import WakeableLoop
-from runner import signups, threads
+from runner import threads
 from runner.threads import RunThread
 
 if TYPE_CHECKING:
@@ -34,9 +38,15 @@ log = logging.getLogger(__name__)
 UNKNOWN_CHANNEL = 10003
 UNKNOWN_MEMBER = 10007
 UNKNOWN_USER = 10013
-# After a refusal, that thread is left alone this long: a refusal repeated every pass would
-# count against Discord's limit on invalid requests.
+MISSING_PERMISSIONS = 50013
+# After a refusal, that request on that thread is left alone this long: a refusal repeated every
+# pass would count against Discord's limit on invalid requests.
 RETRY_SECONDS = 60.0
+ADDING, REMOVING, ARCHIVING = "add", "remove", "archive"
+
+
+class ThreadGone(Exception):
+    """Discord answered 10003 for the thread: a moderator deleted it."""
 
 
 class EventThreads:
@@ -45,9 +55,10 @@ class EventThreads:
         self.lease = bot.lease_for("event-threads")
         self.archived = 0
         self.added = 0
+        self.removed = 0
         self._reported: set[tuple[str, str]] = set()
-        # Loop time before which a thread Discord refused something for is not tried again.
-        self._not_before: dict[str, float] = {}
+        # Loop time before which a (thread, kind of request) Discord refused is not tried again.
+        self._not_before: dict[tuple[str, str], float] = {}
         self.loop = WakeableLoop(
             self.pass_once, interval=interval, name="eventbot-event-threads", before=self._ready
         )
@@ -72,32 +83,65 @@ class EventThreads:
         engine, clock = self.bot.engine, self.bot.clock
         try:
             for thread in await threads.open_in_flight(engine):
-                if thread.in_discord and self._may_try(thread):
-                    await self._add_attendees(thread)
+                if thread.in_discord:
+                    try:
+                        await self._reconcile_members(thread)
+                    except ThreadGone:
+                        await threads.archived(engine, thread, clock)
             for thread in await threads.to_archive(engine):
-                if not thread.in_discord or (self._may_try(thread) and await self._archive(thread)):
+                if not thread.in_discord or (
+                    self._may_try(thread, ARCHIVING) and await self._archive(thread)
+                ):
                     await threads.archived(engine, thread, clock)
         except DATABASE_ERRORS as exc:
             self._report_once("database", "", f"event threads: database unreachable: {exc}")
         return interval
 
-    async def _add_attendees(self, thread: RunThread) -> None:
+    async def _reconcile_members(self, thread: RunThread) -> None:
+        """Adds the confirmed not yet added, then takes out those added who no longer hold a seat."""
         engine, clock = self.bot.engine, self.bot.clock
-        confirmed = await signups.attendees(engine, thread.run_id)
-        if not confirmed:
-            return
-        added = await threads.members_added(engine, thread.thread_id)
-        for member_id in confirmed:
-            if member_id in added:
-                continue
-            try:
-                await self.bot.http.add_user_to_thread(int(thread.thread_id), int(member_id))
-            except discord.HTTPException as exc:
-                if exc.code not in (UNKNOWN_MEMBER, UNKNOWN_USER):
-                    self._refused(thread, f"adding member {member_id}", exc)
-                    return
-            await threads.member_added(engine, thread.thread_id, member_id, clock)
-            self.added += 1
+        todo = await threads.membership_changes(engine, thread)
+        if todo.add and self._may_try(thread, ADDING):
+            for member_id in todo.add:
+                if not await self._ask(
+                    thread, ADDING, f"adding member {member_id}", self.bot.http.add_user_to_thread, member_id
+                ):
+                    break
+                await threads.member_added(engine, thread.thread_id, member_id, clock)
+                self.added += 1
+        if todo.remove and self._may_try(thread, REMOVING):
+            for member_id in todo.remove:
+                if not await self._ask(
+                    thread,
+                    REMOVING,
+                    f"taking member {member_id} out",
+                    self.bot.http.remove_user_from_thread,
+                    member_id,
+                ):
+                    break
+                await threads.member_removed(engine, thread.thread_id, member_id)
+                self.removed += 1
+
+    async def _ask(
+        self,
+        thread: RunThread,
+        kind: str,
+        doing: str,
+        request: Callable[[int, int], Awaitable[None]],
+        member_id: str,
+    ) -> bool:
+        """True when Discord did it, or the member is no longer on the server (nothing to do);
+        raises ``ThreadGone`` when the thread is."""
+        try:
+            await request(int(thread.thread_id), int(member_id))
+        except discord.HTTPException as exc:
+            if exc.code in (UNKNOWN_MEMBER, UNKNOWN_USER):
+                return True
+            if exc.code == UNKNOWN_CHANNEL:
+                raise ThreadGone from exc
+            self._refused(thread, kind, doing, exc)
+            return False
+        return True
 
     async def _archive(self, thread: RunThread) -> bool:
         """True when the thread is archived (or gone)."""
@@ -106,21 +150,26 @@ class EventThreads:
         except discord.HTTPException as exc:
             if exc.code == UNKNOWN_CHANNEL:
                 return True
-            self._refused(thread, "archiving it", exc)
+            self._refused(thread, ARCHIVING, "archiving it", exc)
             return False
         self.archived += 1
         return True
 
-    def _may_try(self, thread: RunThread) -> bool:
-        return self._not_before.get(thread.thread_id, 0.0) <= asyncio.get_running_loop().time()
+    def _may_try(self, thread: RunThread, kind: str) -> bool:
+        return self._not_before.get((thread.thread_id, kind), 0.0) <= asyncio.get_running_loop().time()
 
-    def _refused(self, thread: RunThread, doing: str, exc: discord.HTTPException) -> None:
-        self._not_before[thread.thread_id] = asyncio.get_running_loop().time() + RETRY_SECONDS
+    def _refused(self, thread: RunThread, kind: str, doing: str, exc: discord.HTTPException) -> None:
+        self._not_before[(thread.thread_id, kind)] = asyncio.get_running_loop().time() + RETRY_SECONDS
+        hint = (
+            " (the bot needs Manage Threads in the thread's channel to take members out)"
+            if kind == REMOVING and exc.code == MISSING_PERMISSIONS
+            else ""
+        )
         self._report_once(
             thread.thread_id,
             doing,
             f"thread {thread.thread_id} of run {thread.run_id}: Discord refused {doing}: "
-            f"{exc.status} (code {exc.code}) {exc.text}",
+            f"{exc.status} (code {exc.code}) {exc.text}{hint}",
         )
 
     def _report_once(self, thread_id: str, key: str, message: str) -> None:

@@ -6,6 +6,12 @@ after a higher id too), as the staff log and the Events-tab mirror do, in a loop
 (``WakeableLoop``, nudged after every tick), so it never holds up a run; a Discord or database
 error is logged once per run and kind and retried after a back-off, never raised into the loop. What a message shows is ``bridge.live.LiveView``, rendered by ``bot.live_render``.
 
+Sign-ups: a run whose event has ``signup:`` shows its counts per option (seated of capacity, how
+many wait). A join or a leave writes no run-log line, so each pass also reads the counts of the
+runs whose message is open (one grouped query) and looks again at a run whose counts moved; a
+click nudges the loop, so the process holding the lease sees its own clicks at once and another
+process's at its next pass. The edit is coalesced like any other (``EDIT_GAP``).
+
 Staying inside Discord's limits:
 
 * **Coalesced.** A message is sent or edited at most once every ``EDIT_GAP`` seconds; changes in
@@ -118,6 +124,8 @@ class LiveRuns:
         self._runs_of: dict[int, int] = {}
         self._deleted: dict[int, int] = {}
         self._open: int | None = None
+        # The sign-up counts of each open message's run at the last pass (None: not read yet).
+        self._signup_counts: dict[int, frozenset[tuple[str, str, int]]] | None = None
         self.lease = lease
         self.loop = WakeableLoop(
             self.pass_once, interval=interval, name="eventbot-live-runs", before=self._ready
@@ -178,12 +186,17 @@ class LiveRuns:
         """One pass (never raises): read which runs moved, and update the messages that may be."""
         interval = self.loop.interval
         channel_id = self.channel_id
-        channel = self.client.get_channel(channel_id) if channel_id is not None else None
+        found = self.client.get_channel(channel_id) if channel_id is not None else None
+        # A channel kind that takes no messages (a category, a forum) is as good as not seen.
+        channel = (
+            found if isinstance(found, discord.TextChannel | discord.Thread | discord.VoiceChannel) else None
+        )
         if channel is not None:
             taken = await self.lease.take()
             if taken is None:
                 # Another process posts and edits; what this one knew is stale when it takes over.
                 self.follower = None
+                self._signup_counts = None
                 self.dirty.clear()
                 return interval
             if taken.fresh:
@@ -193,6 +206,7 @@ class LiveRuns:
                 await self._prime()
             assert self.follower is not None
             changes = await self.store.changes(self.follower)
+            signed_up = await self._signups_moved() if channel is not None else []
         except DATABASE_ERRORS as exc:
             self._report_once(None, "database", f"live run messages: database unreachable: {exc}")
             return interval
@@ -202,7 +216,7 @@ class LiveRuns:
             return interval
         self._open = None
         now = self._now()
-        for run_id in changes.run_ids:
+        for run_id in [*changes.run_ids, *signed_up]:
             self.dirty[run_id] = min(self.dirty.get(run_id, 0.0), now)
         delay = 0.0 if changes.more else interval
         # Least recently updated first, so every message gets its turn at the budget.
@@ -222,6 +236,15 @@ class LiveRuns:
             # Ready now but not done: the budget ran out. Waking at once would only spin.
             delay = min(delay, wait if wait > 0 else BUDGET_POLL)
         return delay
+
+    async def _signups_moved(self) -> list[int]:
+        """The runs whose sign-up counts changed since the last pass. The first read after a
+        start marks none: the start looks at every open message anyway."""
+        before, counts = self._signup_counts, await self.store.signup_counts()
+        self._signup_counts = counts
+        if before is None:
+            return []
+        return sorted(r for r in before.keys() | counts.keys() if before.get(r) != counts.get(r))
 
     async def _update_guarded(self, channel: discord.abc.Messageable, run_id: int) -> None:
         try:
@@ -266,12 +289,12 @@ class LiveRuns:
         view = await live_view(self.engine, run_id, self.versions, clock)
         if view is None:
             return True
-        if row is not None and row.message_id is not None:
-            if self._deleted.pop(run_id, None) == row.message_id:
-                await self.store.forget(run_id, row.message_id, clock)
+        if row is not None and (message_id := row.message_id) is not None:
+            if self._deleted.pop(run_id, None) == message_id:
+                await self.store.forget(run_id, message_id, clock)
                 row = dataclasses.replace(row, message_id=None)
             else:
-                self._runs_of[row.message_id] = run_id
+                self._runs_of[message_id] = run_id
         embed = live_embed(view, self.config.guild_id)
         rendered = digest(embed)
         if row is not None and row.message_id is not None:

@@ -22,9 +22,10 @@ import discord
 
 from bot.loops.ticker import WakeableLoop
 from bot.loops.work_lease import WorkLease
-from bridge.listings import GONE, SKIPPED, Desired, ListingService, ListingStatus, Work, mirrored_keys
+from bridge.listings import Desired, ListingService, Work, mirrored_keys
 from runner.errors import Problem
 from runner.preflight import MANAGE_EVENTS_MISSING
+from runner.states import ListingStatus
 from wiring.config import Config
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ class Mirror:
         config: Config,
         service: ListingService,
         *,
-        lease: WorkLease | None,
+        lease: WorkLease,
         interval: float,
         notice: Callable[[str], None] = lambda text: None,
     ) -> None:
@@ -168,11 +169,11 @@ class Mirror:
         if event is None:
             if work.external_id is not None:
                 # Deleted in Discord (by staff, or never there): recreating it would undo them.
-                await self.service.settle(work, work.external_id, GONE)
+                await self.service.settle(work, work.external_id, ListingStatus.GONE)
                 return
             now = self.service.clock.now()
             if desired.status is not ListingStatus.SCHEDULED or desired.start <= now + CREATE_MARGIN:
-                await self.service.settle(work, None, SKIPPED)
+                await self.service.settle(work, None, ListingStatus.SKIPPED)
                 return
             event = await self._create(guild, desired)
             await self.service.created(work, str(event.id))

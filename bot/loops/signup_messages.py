@@ -5,6 +5,10 @@ every click and after every tick), under the ``signup-messages`` work lease so o
   message there: its row is written (claimed) before the post, so two processes never post two,
   and a post repeated after a crash carries the same nonce, which Discord answers with the
   message already posted.
+* **Or by a step.** A ``discord.signup`` step posts it through ``post_for_step`` (the Discord
+  delivery calls it): the same row claimed first, the same message, the same nonce, so a run
+  has one message whether the booking or the step (or a retry of it) got there first, and the
+  loop edits it like any other.
 * **Edits coalesced.** A message is edited at most once every ``EDIT_GAP`` seconds, showing the
   list as it is when the edit is sent (so 50 clicks in 2 s are one or two edits), never when it
   would show what it already shows (a digest is stored), and each edit takes a slot from the
@@ -23,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import discord
 
+from actions.delivery import DeliveryError, Posted, SignupPosted
 from bot.errors import DATABASE_ERRORS
 from bot.loops.ticker import WakeableLoop
 from bot.signup_view import NO_MENTIONS, digest, promoted_text, signup_embed, signup_view
@@ -33,6 +38,13 @@ if TYPE_CHECKING:
     from bot.app import EventBot
 
 log = logging.getLogger(__name__)
+
+
+def signup_nonce(run_id: int) -> str:
+    """A run's sign-up message nonce: the same for the booking's post and a step's, and for a
+    repeat of either, so Discord answers a repeat with the message posted first."""
+    return f"signup{run_id}"[:25]
+
 
 # Seconds between two edits of one sign-up message.
 EDIT_GAP = 5.0
@@ -130,17 +142,62 @@ class SignupMessages:
         over = listed.run_status in RUN_TERMINAL
         return embed, view, digest(embed, view), over
 
-    async def _post(self, channel: discord.abc.Messageable, run_id: int) -> None:
+    async def _post(
+        self, channel: discord.abc.Messageable, run_id: int, content: str | None = None
+    ) -> discord.Message | None:
         rendered = await self._render(run_id)
         if rendered is None:
-            return
+            return None
         embed, view, shown, _ = rendered
         await self.bot.channel_budget.take(channel.id)  # type: ignore[attr-defined]
         self.sent_at[run_id] = self._now()
         message = await channel.send(
-            embed=embed, view=view, nonce=f"signup{run_id}"[:25], allowed_mentions=NO_MENTIONS
+            content,
+            embed=embed,
+            view=view,
+            nonce=signup_nonce(run_id),
+            allowed_mentions=NO_MENTIONS,
         )
         await signups.message_posted(self.bot.engine, run_id, str(message.id), shown, self.bot.clock.now())
+        return message
+
+    async def post_for_step(
+        self, channel: discord.abc.Messageable, run_id: int, step_id: int, content: str | None
+    ) -> SignupPosted:
+        """A ``discord.signup`` step's post: the run's message in ``channel`` with ``content``
+        above it, unless the run has its message already (then that one); or, when the booking
+        claimed the row and died, in the booking's channel. Raises ``discord.HTTPException``
+        as Discord refuses; a claim another poster holds is ``DeliveryError`` transient."""
+        engine = self.bot.engine
+        claimer = f"step {step_id}"
+        state, row = await signups.claim_for_step(
+            engine,
+            run_id,
+            str(channel.id),  # type: ignore[attr-defined]
+            claimer,
+            self.bot.clock.now(),
+        )
+        if state is signups.StepClaim.POSTED:
+            assert row.message_id is not None
+            return SignupPosted(self._where(row.channel_id, row.message_id), created=False)
+        if state is signups.StepClaim.BUSY:
+            raise DeliveryError(
+                f"run {run_id}'s sign-up message is being posted by another process", transient=True
+            )
+        target = channel if row.channel_id == str(channel.id) else self._channel(row.channel_id)  # type: ignore[attr-defined]
+        if target is None:
+            raise DeliveryError(
+                f"the sign-up message's channel {row.channel_id} cannot be found", transient=False
+            )
+        message = await self._post(target, run_id, content)
+        if message is None:
+            raise DeliveryError(f"run {run_id} has no sign-up (its event's signup: is gone)", transient=False)
+        self.nudge()
+        return SignupPosted(self._where(row.channel_id, str(message.id)), created=True)
+
+    def _where(self, channel_id: str, message_id: str) -> Posted:
+        channel = self._channel(channel_id)
+        return Posted(channel_id, message_id, getattr(channel, "name", None))
 
     async def _edit_all(self, interval: float) -> float:
         delay = interval

@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 import discord
 from discord.ext import tasks
@@ -51,7 +52,7 @@ class WakeableLoop:
         *,
         interval: float,
         name: str,
-        before: Callable[[], Awaitable[None]] | None = None,
+        before: Callable[[], Coroutine[Any, Any, None]] | None = None,
     ) -> None:
         self.interval = interval
         self.name = name
@@ -60,7 +61,9 @@ class WakeableLoop:
         self._lock = asyncio.Lock()
         self._ready = False
         self._wake: asyncio.Task[None] | None = None
-        self.task: tasks.Loop = tasks.loop(seconds=interval, name=name)(self._iteration)
+        self.task: tasks.Loop[Callable[[], Coroutine[Any, Any, None]]] = tasks.loop(
+            seconds=interval, name=name
+        )(self._iteration)
         if before is not None:
             self.task.before_loop(before)
 
@@ -136,7 +139,7 @@ class Ticker:
         *,
         interval: float,
         after_tick: Callable[[], None] | None = None,
-        before: Callable[[], Awaitable[None]] | None = None,
+        before: Callable[[], Coroutine[Any, Any, None]] | None = None,
     ) -> None:
         # A wake already past after a tick (a run another process holds) waits RunnerLoop's
         # ``stuck_delay`` rather than spinning; a nudge still runs the next tick at once.

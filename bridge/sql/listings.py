@@ -16,12 +16,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
 from runner.schema import LISTING_FINAL_STATUSES, listings, runs, versions
-from runner.states import RunStatus
+from runner.states import LISTING_LISTED, RunStatus
 
 Row = sa.RowMapping
 
-# Statuses that occupy one of Discord's 100 slots (scheduled or active).
-LISTED_STATUSES = ("scheduled", "active")
+# ``states.LISTING_LISTED`` in a fixed order: the listings that occupy one of Discord's 100 slots.
+LISTED_STATUSES = tuple(sorted(LISTING_LISTED))
 
 
 async def claim_new(

@@ -17,8 +17,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
-from runner.schema import live_messages, runs
-from runner.states import RUN_HOLDS_KEY, RunStatus
+from runner.schema import live_messages, runs, signups
+from runner.states import RUN_HOLDS_KEY, RunStatus, SignupStatus
 
 Row = sa.RowMapping
 
@@ -168,6 +168,19 @@ async def unfollowed_in_flight(conn: AsyncConnection, limit: int) -> list[int]:
         .limit(limit)
     )
     return [int(r) for r in (await conn.execute(query)).scalars().all()]
+
+
+async def signup_counts_of_open(conn: AsyncConnection) -> Sequence[Row]:
+    """How many are signed up (and waiting) per option, for each run whose message is open:
+    what a live message shows of its sign-ups, read once a pass so a click is seen however
+    many processes answer clicks (a join or a leave writes no run-log line)."""
+    query = (
+        sa.select(signups.c.run_id, signups.c.option, signups.c.status, sa.func.count().label("n"))
+        .join(live_messages, live_messages.c.run_id == signups.c.run_id)
+        .where(live_messages.c.closed.is_(sa.false()), signups.c.status != SignupStatus.CANCELLED.value)
+        .group_by(signups.c.run_id, signups.c.option, signups.c.status)
+    )
+    return (await conn.execute(query)).mappings().all()
 
 
 async def count_open(conn: AsyncConnection) -> int:

@@ -27,6 +27,7 @@ from pydantic import (
 from runner.definitions.durations import bounded_seconds, grace_seconds
 from runner.definitions.keys import checked_key
 from runner.definitions.signup import SignupDefinition
+from runner.states import OnFailure
 
 DEFAULT_GRACE_SECONDS = 900
 MAX_GRACE_SECONDS = 7 * 24 * 60 * 60
@@ -218,7 +219,7 @@ class StepDefinition(_Strict):
     action: str
     label: str | None = Field(default=None, max_length=200)
     params: dict[str, Any] = Field(default_factory=dict)
-    on_failure: Literal["skip", "pause", "abort_run"] = "pause"
+    on_failure: OnFailure = OnFailure.PAUSE
 
     _plain_values = field_validator("params", mode="before")(_plain_params)
 

@@ -5,7 +5,7 @@ Written as staff write it::
     signup:
       options: {tank: 2, healer: 2, dps: 6}   # or a list of names: [going, maybe]
       capacity: 10                             # overall, optional
-      closes: 2h                               # before the start, or "start" (the default)
+      closes: 2h                               # before the start, "start" (the default) or "end"
       late_cancel: 2h                          # a leave this close to the start is flagged
       channel: announcements                   # posted there when a run is booked, optional
       roles: [members]                         # who may sign up (role aliases), optional
@@ -39,6 +39,9 @@ MAX_SIGNUP_ROLES = 10
 # The overall pool's name in storage: ``checked_key`` keeps every option name from being it.
 OVERALL = "*"
 CLOSES_AT_START = "start"
+# Open while the run is in flight: a sign-up posted by a ``discord.signup`` step during the run
+# (a team for the final round, say) takes clicks until the run ends.
+CLOSES_AT_END = "end"
 
 # The same rules as a step's channel and ping_role (``actions.messaging``, which runner/ does not
 # import): a channel alias or id; a role is named by its alias in the config's roles.
@@ -89,8 +92,8 @@ class SignupDefinition(BaseModel):
     # Option name -> its capacity (``None``: no limit of its own).
     options: dict[OptionName, OptionCapacity | None]
     capacity: int | None = Field(default=None, ge=1, le=MAX_CAPACITY)
-    # Seconds before the start at which sign-ups close, or at the start.
-    closes: float | Literal["start"] = "start"
+    # Seconds before the start at which sign-ups close, at the start, or when the run ends.
+    closes: float | Literal["start", "end"] = "start"
     late_cancel: float = float(DEFAULT_LATE_CANCEL_SECONDS)
     # Where the sign-up message is posted when a run is booked; without it a ``discord.signup``
     # step posts it.
@@ -124,9 +127,11 @@ class SignupDefinition(BaseModel):
     @field_validator("closes", mode="before")
     @classmethod
     def _closes(cls, value: Any) -> Any:
-        if value == CLOSES_AT_START:
+        if value in (CLOSES_AT_START, CLOSES_AT_END):
             return value
-        return bounded_seconds(value, "closes (a duration before the start, or start)", MAX_CLOSES_SECONDS)
+        return bounded_seconds(
+            value, "closes (a duration before the start, start, or end)", MAX_CLOSES_SECONDS
+        )
 
     @field_validator("late_cancel", mode="before")
     @classmethod
@@ -153,9 +158,15 @@ class SignupDefinition(BaseModel):
             )
         return self
 
+    @property
+    def open_until_the_end(self) -> bool:
+        """Whether sign-ups stay open while the run is in flight (``closes: end``)."""
+        return self.closes == CLOSES_AT_END
+
     def closes_before_start(self) -> float:
-        """How many seconds before the start sign-ups close (0: at the start)."""
-        return 0.0 if self.closes == CLOSES_AT_START else float(self.closes)
+        """How many seconds before the start sign-ups close (0: at the start, or never before
+        it: ``closes: end``)."""
+        return float(self.closes) if isinstance(self.closes, float) else 0.0
 
     def role_aliases(self) -> list[str]:
         """Every role alias the sign-up names, for the config check."""

@@ -288,7 +288,29 @@ def _params_problems(
             problems.extend(found)
             if not found:
                 problems.extend(_scope_problems(definition, registry, file, phase.key, index, step))
+                problems.extend(_signup_step_problems(definition, registry, file, phase.key, index, step))
     return problems
+
+
+def _signup_step_problems(
+    definition: EventDefinition,
+    registry: ActionRegistry,
+    file: str | None,
+    phase: str,
+    index: int,
+    step: StepDefinition,
+) -> list[Problem]:
+    """Params models may need the event's ``signup:`` (a ``discord.signup`` step, a cue's
+    ``ping: attendees``): each says what it lacks, with the field it names."""
+    action = registry.get(step.action)
+    params = action.params_model.model_validate(step.params) if action else None
+    check = getattr(params, "signup_problems", None)
+    if check is None:
+        return []
+    return [
+        Problem(message, file=file, phase=phase, step=index, field=field)
+        for field, message in check(definition.signup)
+    ]
 
 
 def _scope_problems(

@@ -273,7 +273,8 @@ def _message(err: ErrorDetails, known: list[str]) -> str:
     simple = _SIMPLE.get(kind)
     if simple is not None:
         return f"must be {simple}, not {_kind_of(value)}"
-    if kind == "literal_error":
+    # A field typed with an enum (``on_failure``) is refused as a literal is, with the same ctx.
+    if kind in ("literal_error", "enum"):
         choices = _expected_choices(ctx)
         hint = did_you_mean(value, choices) if isinstance(value, str) else ""
         return f"{_subject(value)} is not one of {', '.join(choices)}{hint}"

@@ -135,7 +135,8 @@ class Settlement:
 
 def settlement(ctx: EngineContext, step: StepRecord, answer: Classified) -> Settlement:
     attempts = step.attempts + 1  # the row was read before our claim counted this one
-    error = answer.error or "failed"
+    # Every failure ``dispatch`` answers carries its error; this names the action all the same.
+    error = answer.error or f"{step.action_id} failed"
     outcome = answer.outcome
     if outcome is ActionOutcome.RETRY and attempts >= ctx.settings.max_attempts:
         outcome, error = ActionOutcome.TERMINAL, f"gave up after {attempts} attempts: {error}"

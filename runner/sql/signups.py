@@ -334,6 +334,24 @@ async def reclaim_unposted(
     return result.rowcount == 1
 
 
+async def take_over_unposted(
+    conn: AsyncConnection, run_id: int, claimer: str, now: dt.datetime, until: dt.datetime
+) -> bool:
+    """A row with no message yet that ``claimer`` itself claimed (a retry of the step that
+    died mid-post), or whose claim ran out: claimed for ``claimer``, by one claimer only (the
+    booking's ``reclaim_unposted`` moves the same columns)."""
+    result = await conn.execute(
+        sa.update(signup_messages)
+        .where(
+            signup_messages.c.run_id == run_id,
+            signup_messages.c.message_id.is_(None),
+            sa.or_(signup_messages.c.claimed_by == claimer, signup_messages.c.claim_expires_at <= now),
+        )
+        .values(claimed_by=claimer, claim_expires_at=until, updated_at=now)
+    )
+    return result.rowcount == 1
+
+
 async def unposted_messages(conn: AsyncConnection, now: dt.datetime) -> Sequence[Row]:
     query = sa.select(signup_messages).where(
         signup_messages.c.message_id.is_(None), signup_messages.c.claim_expires_at <= now

@@ -1,5 +1,6 @@
 """Statements on ``event_run_threads`` and ``event_thread_members``: the thread a
-``discord.thread`` step started on a run's announcement, and the attendees added to it.
+``discord.thread`` step started on a run's announcement, and the attendees the bot has added to it
+(a row is deleted once Discord accepted taking that member out again).
 
 Recording a thread is an ``INSERT IGNORE``: a step retried after a crash derives the same thread
 id (a thread started from a message has the message's id) and records it again harmlessly.
@@ -94,4 +95,12 @@ async def members_added(conn: AsyncConnection, thread_id: str) -> set[str]:
 async def member_added(conn: AsyncConnection, thread_id: str, member_id: str, now: dt.datetime) -> None:
     await conn.execute(
         insert_ignore(conn, thread_members).values(thread_id=thread_id, member_id=member_id, added_at=now)
+    )
+
+
+async def member_removed(conn: AsyncConnection, thread_id: str, member_id: str) -> None:
+    await conn.execute(
+        sa.delete(thread_members).where(
+            thread_members.c.thread_id == thread_id, thread_members.c.member_id == member_id
+        )
     )

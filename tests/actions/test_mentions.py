@@ -109,3 +109,43 @@ def test_for_request_reads_an_announcement_and_a_cue() -> None:
     cue = for_request(POLICY, c)
     assert (cue.pinged, cue.inert, cue.content) == (("@gm",), (), None)
     assert for_request(POLICY, c, suppressed=True).inert == ("@gm",)
+
+
+def cue_pinging(members: list[str], *, suppressed: bool = False) -> Mentions:
+    request = Cue(None, "Brief", "Brief them", "gm", "k" * 40, 1, 2, ping_members=tuple(members))
+    return for_request(POLICY, request, suppressed=suppressed)
+
+
+def test_a_cue_pinging_attendees_mentions_and_pings_each_after_its_role() -> None:
+    m = cue_pinging(["11", "12"])
+    assert m.text(markup=True) == f"<@&{GM}> <@11> <@12>"
+    assert m.pinged == ("@gm", "<@11>", "<@12>")
+    assert (m.allowed_role_ids, m.allowed_user_ids) == ((GM,), (11, 12))
+
+
+def test_a_cue_pings_at_most_a_hundred_attendees_and_counts_the_rest() -> None:
+    """Discord lets ``allowed_mentions.users`` name 100 ids; short ids, so the 2000 characters
+    are not what stops it."""
+    m = cue_pinging([str(n) for n in range(1, 151)])
+    assert len(m.allowed_user_ids) == len(m.member_ids) == 100
+    assert m.more_members == 50
+    text = m.text(markup=True) or ""
+    assert text.endswith("<@100> and 50 more") and len(text) <= 2000
+
+
+def test_a_cue_pings_as_many_attendees_as_fit_in_a_message() -> None:
+    """Snowflakes of 19 digits: fewer than 100 mentions fit in 2000 characters with the role's."""
+    members = [str(10**18 + n) for n in range(120)]
+    m = cue_pinging(members)
+    text = m.text(markup=True) or ""
+    assert len(text) <= 2000
+    assert 0 < len(m.member_ids) < 100 and m.more_members == 120 - len(m.member_ids)
+    assert text.endswith(f" and {m.more_members} more")
+    assert m.member_ids == tuple(members[: len(m.member_ids)]), "in click order"
+
+
+def test_a_suppressed_cue_shows_its_attendees_and_pings_nobody() -> None:
+    m = cue_pinging(["11"], suppressed=True)
+    assert m.text(markup=True) == f"<@&{GM}> <@11>"
+    assert (m.pinged, m.allowed_user_ids) == ((), ())
+    assert "<@11>" in m.inert

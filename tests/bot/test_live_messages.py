@@ -307,15 +307,18 @@ async def test_at_most_max_open_runs_have_a_live_message_at_once(sim: Sim, monke
 
 
 def test_a_live_message_fits_discords_limits_whatever_the_run_holds() -> None:
-    """Labels, a title, a scope and an error far over Discord's limits, and 300 posted messages:
-    every part of the embed is within its limit, the links that do not fit are counted, and the
-    whole stays under 6,000 characters."""
+    """Labels, a title, a scope and an error far over Discord's limits, 300 posted messages and
+    a sign-up listing 60 long-named options: every part of the embed is within its limit, the links
+    that do not fit are counted, and the whole stays under 6,000 characters."""
     import datetime as dt
 
     from actions import limits
     from bot.live_render import live_embed
     from bridge.live import HumanAction, LiveView, PostedLink, Waiting, WaitKind
+    from runner.definitions.signup import SignupDefinition
     from runner.history import Actor
+    from runner.signups import OptionList, Signup, SignupList
+    from runner.states import SignupStatus
     from runner.views import PhaseView, RunView, StepView
 
     at = dt.datetime(2026, 1, 1)
@@ -347,6 +350,22 @@ def test_a_live_message_fits_discords_limits_whatever_the_run_holds() -> None:
         waiting=Waiting(WaitKind.RETRY, until=at, error=huge),
         last_action=HumanAction("skip", Actor(None, huge), at, f"step 9 ({huge})", huge),
         posted=[PostedLink(f"step {n} ({huge})", 10**18 + n, 10**18 + n) for n in range(300)],
+        signup_list=SignupList(
+            run_id=1,
+            # 20 options (the most a definition holds), and 40 an older version had, still listed.
+            definition=SignupDefinition(options={f"{n:02d}" + "o" * 30: 1000 for n in range(20)}),
+            options=[
+                OptionList(
+                    f"{n:02d}" + "o" * 30,
+                    1000,
+                    confirmed=[Signup(str(m), "m", "o", SignupStatus.CONFIRMED, m, at) for m in range(999)],
+                )
+                for n in range(60)
+            ],
+            starts_at=at,
+            closes_at=at,
+            run_status="running",
+        ),
     )
     embed = live_embed(view, 111_111_111_111_111_111)
     assert len(embed) <= limits.EMBED_TOTAL_MAX
@@ -357,3 +376,5 @@ def test_a_live_message_fits_discords_limits_whatever_the_run_holds() -> None:
     links = next(f.value or "" for f in embed.fields if f.name == "Posted")
     assert "https://discord.com/channels/111111111111111111/" in links
     assert links.rstrip().endswith("more"), "the links that do not fit are counted"
+    counts = next(f.value or "" for f in embed.fields if f.name == "Sign-ups")
+    assert counts.startswith("00" + "o" * 30 + " 999/1000 · "), counts[:100]

@@ -60,7 +60,8 @@ def discord_decision(sim: Sim, body: dict[str, Any]) -> tuple[set[str], set[str]
         role_id = int(match.group(1))
         (pinged if role_id in allowed_roles or "roles" in allowed["parse"] else inert).add(by_id[role_id])
     for match in USER.finditer(content):
-        (pinged if "users" in allowed["parse"] else inert).add(match.group(0))
+        named = int(match.group(1)) in set(allowed.get("users", []))
+        (pinged if named or "users" in allowed["parse"] else inert).add(match.group(0))
     for match in EVERYONE.finditer(content):
         (pinged if "everyone" in allowed["parse"] else inert).add(match.group(0))
     return pinged, inert
@@ -121,3 +122,21 @@ async def test_both_refuse_a_ping_role_the_config_lacks(sim: Sim, kind: str) -> 
         assert str(refused.value).startswith("ping role 'ghosts' is not one of the role aliases in config")
     assert sim.posts_to(sim.announcements) == [] and sim.posts_to(sim.gm_cues) == []
     assert stream.getvalue() == "", "the console showed nothing either"
+
+
+async def test_the_console_and_discord_ping_the_same_attendees(sim: Sim) -> None:
+    """A cue's ``ping: attendees``: each attendee it names pings in both."""
+    message = Cue(
+        None,
+        "Brief",
+        "Brief them",
+        "gm",
+        "a" * 40,
+        70,
+        190,
+        ping_members=(str(sim.player.id), str(sim.mod.id)),
+    )
+    await DiscordDelivery(sim.bot, sim.config).post_cue(message)
+    discord_pinged, _ = discord_decision(sim, sim.posts_to(sim.gm_cues)[-1].json)
+    console_pinged, _ = await console_decision(sim.config, message)
+    assert console_pinged == discord_pinged == {"@gm", f"<@{sim.player.id}>", f"<@{sim.mod.id}>"}

@@ -12,8 +12,10 @@ from typing import Any
 
 import simcord
 
+from bot.loops.live_runs import EDIT_GAP
 from runner import catalog, signups
 from tests.bot.conftest import Sim, buttons
+from tests.bot.test_live_messages import field, live_edits, text_of, the_live_message
 from tests.support.definitions import event, phase, wait
 
 STARTS_IN = dt.timedelta(hours=3)
@@ -182,3 +184,52 @@ async def test_the_attendee_role_follows_the_seat(sim: Sim) -> None:
     await sim.env.advance_time(6)
     assert len(role_requests("DELETE", sim.mod)) == 1
     assert len(role_requests("PUT", sim.gm)) == 1, "given with the promotion"
+
+
+async def test_the_live_run_message_shows_the_counts_and_a_click_edits_it(sim: Sim) -> None:
+    """Staff watching the staff channel see the sign-up counts on the run's live message, and a
+    click (which writes no run-log line) brings it up to date, coalesced like any other edit."""
+    spec = event(
+        "raid-night",
+        phase("main", wait("10m")),
+        title="Raid Night",
+        signup={"channel": "announcements", "options": {"tank": 1, "dps": 2}, "closes": "1m"},
+    )
+    await book(sim, spec, starts_in=dt.timedelta(minutes=2))
+    message = message_of(sim)
+    waiting = [sim.guild.add_member(sim.env.create_user(f"reserve{n}")) for n in range(4)]
+    await sim.player.click(message, label="tank")
+    await sim.mod.click(message, label="dps")
+    for member in waiting:
+        answered = await member.click(message, label="tank")
+        assert answered.response.content.startswith("⏳ tank is full")
+    await sim.env.advance_time(120)  # the run starts: its live message is posted
+    live = the_live_message(sim)
+    assert "Status: **running**" in text_of(live)
+    assert field(live, "Sign-ups") == "tank 1/1 (4 waiting) · dps 1/2 · 2 signed up"
+
+    await sim.env.advance_time(2 * EDIT_GAP)
+    before = len(live_edits(sim, live.id))
+    left = await waiting[0].click(message, label="Leave")
+    assert left.response.content == "You left the tank waiting list."
+    await sim.env.advance_time(EDIT_GAP)
+    assert field(the_live_message(sim), "Sign-ups") == "tank 1/1 (3 waiting) · dps 1/2 · 2 signed up"
+    assert len(live_edits(sim, live.id)) == before + 1, "the click, and only the click, edited it"
+
+    # The rest leave in a burst: the first is shown at once, the others together one EDIT_GAP
+    # later (never two edits closer than that), showing the end state.
+    burst = len(live_edits(sim, live.id))
+    for member in waiting[1:]:
+        await member.click(message, label="Leave")
+    edited_at = [0] if len(live_edits(sim, live.id)) > burst else []
+    for second in range(1, 3 * int(EDIT_GAP)):
+        count = len(live_edits(sim, live.id))
+        await sim.env.advance_time(1)
+        if len(live_edits(sim, live.id)) > count:
+            edited_at.append(second)
+    assert 1 <= len(edited_at) <= 2, edited_at
+    assert all(b - a >= EDIT_GAP - 1 for a, b in itertools.pairwise(edited_at)), edited_at
+    assert field(the_live_message(sim), "Sign-ups") == "tank 1/1 · dps 1/2 · 2 signed up"
+    settled = len(live_edits(sim, live.id))
+    await sim.env.advance_time(3 * EDIT_GAP)
+    assert len(live_edits(sim, live.id)) == settled, "nothing moved: no edit"

@@ -1,6 +1,7 @@
 """The event thread (``discord.thread``) and the attendee role, through simcord: one thread on
-the run's announcement even when the bot restarts mid-step, the confirmed attendees added, the
-thread archived when the run ends; the attendee role granted on confirm and taken back on leave
+the run's announcement even when the bot restarts mid-step, the confirmed attendees added (and
+taken out again when they give up their seat, but not at the end), the thread archived when the
+run ends; the attendee role granted on confirm and taken back on leave
 and at the end (kept while the member is confirmed in another run using it); preflight refusing
 without the permissions. Every request is checked against Discord's OpenAPI by the plugin."""
 
@@ -14,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from runner import catalog, signups
-from runner.schema import attendee_grants, run_threads
+from runner.schema import attendee_grants, run_threads, thread_members
 from runner.threads import RunThreads
 from tests.bot.conftest import Sim, make_config
 from tests.support.definitions import announce, event, phase, step, wait
@@ -26,8 +27,10 @@ def thread(name: str = "{title} chat", **params: Any) -> dict[str, Any]:
     return step("discord.thread", {"name": name, **params}, on_failure="pause")
 
 
-def night(key: str = "night", attendee_role: str | None = "raiders", **fields: Any) -> dict[str, Any]:
-    signup: dict[str, Any] = {"options": ["going"]}
+def night(
+    key: str = "night", attendee_role: str | None = "raiders", options: Any = ("going",), **fields: Any
+) -> dict[str, Any]:
+    signup: dict[str, Any] = {"options": options if isinstance(options, dict) else list(options)}
     if attendee_role:
         signup["attendee_role"] = attendee_role
     return event(
@@ -85,6 +88,25 @@ async def recorded_threads(sim: Sim) -> list[sa.RowMapping]:
         return list((await conn.execute(sa.select(run_threads))).mappings())
 
 
+async def recorded_members(sim: Sim) -> set[str]:
+    async with sim.engine.connect() as conn:
+        return {str(m) for m in (await conn.execute(sa.select(thread_members.c.member_id))).scalars()}
+
+
+async def started_with_two_attendees(sim: Sim) -> tuple[int, Any]:
+    """A run of ``night`` (no attendee role) with the player and the GM confirmed, started, its
+    thread made and both added to it; the run's id and the thread."""
+    await sim.publish(night(attendee_role=None))
+    run_id = await book(sim, "night")
+    await join(sim, run_id, sim.player)
+    await join(sim, run_id, sim.gm)
+    await sim.env.advance_time(65)
+    await sim.env.advance_time(10)
+    (started,) = threads_of(sim)
+    assert {sim.player.id, sim.gm.id} <= set(started.thread_members)
+    return run_id, started
+
+
 async def grants(sim: Sim) -> set[tuple[str, str]]:
     async with sim.engine.connect() as conn:
         rows = await conn.execute(sa.select(attendee_grants.c.role_id, attendee_grants.c.member_id))
@@ -119,6 +141,93 @@ async def test_a_thread_is_started_on_the_announcement_attendees_added_and_archi
     assert row["archived_at"] is not None
     patches = sim.requests("PATCH", f"/channels/{started.id}")
     assert len(patches) == 1 and patches[0].json == {"archived": True}
+
+
+async def test_a_member_who_gives_up_their_seat_is_taken_out_of_the_thread_once_and_the_rest_stay_at_the_end(
+    sim: Sim,
+) -> None:
+    run_id, started = await started_with_two_attendees(sim)
+    await signups.leave(sim.engine, run_id, str(sim.gm.id), sim.gm.name, sim.now())
+    await sim.env.advance_time(6)
+    out = f"/channels/{started.id}/thread-members/{sim.gm.id}"
+    assert len(sim.requests("DELETE", out)) == 1
+    assert sim.gm.id not in started.thread_members
+    assert sim.player.id in started.thread_members
+    assert await recorded_members(sim) == {str(sim.player.id)}
+
+    # A new process reads what was done from the database: nothing is asked again.
+    await sim.start_bot()
+    await sim.env.advance_time(6)
+    assert len(sim.requests("DELETE", out)) == 1
+    assert len(sim.requests("PUT", f"/channels/{started.id}/thread-members/{sim.player.id}")) == 1
+
+    await sim.env.advance_time(60)
+    assert (await sim.run(run_id)).status == "completed"
+    assert started.thread_metadata.archived
+    assert sim.player.id in started.thread_members, "the end archives the thread, it empties nobody out"
+    assert [r.path for r in sim.env.http_requests if r.method == "DELETE" and "thread-members" in r.path] == [
+        out
+    ]
+
+
+async def test_a_member_who_joined_the_thread_on_their_own_is_not_taken_out(sim: Sim) -> None:
+    run_id, started = await started_with_two_attendees(sim)
+    sim.env.backend.add_thread_member(started.id, sim.mod.id)
+    await signups.leave(sim.engine, run_id, str(sim.gm.id), sim.gm.name, sim.now())
+    await sim.env.advance_time(6)
+    assert sim.gm.id not in started.thread_members
+    assert sim.mod.id in started.thread_members, "never signed up, never added by the bot"
+    assert sim.requests("DELETE", f"/channels/{started.id}/thread-members/{sim.mod.id}") == []
+
+
+async def test_a_member_already_off_the_server_counts_as_taken_out(sim: Sim) -> None:
+    run_id, started = await started_with_two_attendees(sim)
+    out = f"/channels/{started.id}/thread-members/{sim.gm.id}"
+    sim.env.inject_error("DELETE", out, status=404, code=10007, message="Unknown Member")
+    await signups.leave(sim.engine, run_id, str(sim.gm.id), sim.gm.name, sim.now())
+    await sim.env.advance_time(6)
+    await sim.env.advance_time(6)
+    assert len(sim.requests("DELETE", out)) == 1, "not asked again"
+    assert await recorded_members(sim) == {str(sim.player.id)}
+
+
+async def test_a_thread_deleted_by_a_moderator_is_closed_when_taking_a_member_out_finds_it_gone(
+    sim: Sim,
+) -> None:
+    run_id, started = await started_with_two_attendees(sim)
+    out = f"/channels/{started.id}/thread-members/{sim.gm.id}"
+    sim.env.inject_error("DELETE", out, status=404, code=10003, message="Unknown Channel")
+    await signups.leave(sim.engine, run_id, str(sim.gm.id), sim.gm.name, sim.now())
+    await sim.env.advance_time(6)
+    (row,) = await recorded_threads(sim)
+    assert row["archived_at"] is not None, "nothing more is asked of a thread that is gone"
+    await sim.env.advance_time(70)
+    assert (await sim.run(run_id)).status == "completed"
+    assert len(sim.requests("DELETE", out)) == 1
+    assert sim.requests("PATCH", f"/channels/{started.id}") == []
+
+
+async def test_defect_a_refused_removal_does_not_hold_up_adding_the_next_attendee(sim: Sim) -> None:
+    """Taking a member out needs Manage Threads, which the bot may lack (403, 50013): that
+    refusal waits a minute before it is asked again, but the member promoted into the freed seat
+    is added at once."""
+    await sim.publish(night(attendee_role=None, options={"going": 1}))
+    run_id = await book(sim, "night")
+    await join(sim, run_id, sim.player)
+    await join(sim, run_id, sim.gm)  # waiting
+    await sim.env.advance_time(65)
+    await sim.env.advance_time(10)
+    (started,) = threads_of(sim)
+    assert sim.player.id in started.thread_members and sim.gm.id not in started.thread_members
+    out = f"/channels/{started.id}/thread-members/{sim.player.id}"
+    sim.env.inject_error("DELETE", out, status=403, code=50013, message="Missing Permissions", times=None)
+    await signups.leave(sim.engine, run_id, str(sim.player.id), sim.player.name, sim.now())
+    await sim.env.advance_time(6)
+    assert sim.gm.id in started.thread_members, "promoted, and added"
+    await sim.env.advance_time(6)
+    await sim.env.advance_time(6)
+    assert len(sim.requests("DELETE", out)) == 1, "the refusal is not repeated every pass"
+    assert await recorded_members(sim) == {str(sim.player.id), str(sim.gm.id)}
 
 
 async def test_defect_a_restart_between_the_thread_and_its_record_starts_no_second_thread(

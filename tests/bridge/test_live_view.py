@@ -6,11 +6,16 @@ from __future__ import annotations
 import datetime as dt
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bridge.live import LiveView, PostedLink, Waiting, WaitKind, live_message_of, live_view
+from bridge.live import LiveMessages, LiveView, PostedLink, Waiting, WaitKind, live_message_of, live_view
 from bridge.sql import live_messages as live_sql
+from runner import signups
+from runner.catalog import VersionCache
 from runner.history import Actor
 from runner.schema import run_log
+from tests.signups.booking import T0 as BOOKED
+from tests.signups.booking import book, member
 from tests.support.world import T0, World, later, phase, step
 
 
@@ -193,3 +198,34 @@ async def test_an_unposted_message_is_taken_by_one_process_once_its_claim_runs_o
         assert await live_sql.claim_unposted(conn, claimed, "me", later(60_000), later(90_000)) is None, (
             "a closed message is never posted again"
         )
+
+
+async def test_an_open_live_messages_sign_up_counts_move_with_each_join_and_leave(
+    engine: AsyncEngine,
+) -> None:
+    """What the live loop reads each pass to see a click (a join or a leave writes no run-log
+    line): the counts per option and status of the runs whose live message is open, none for a
+    run without one or whose message is closed; and the live view carries the list."""
+    run_id = await book(engine, {"options": {"tank": 1, "dps": 2}})
+    store = LiveMessages(engine, "me")
+    for n, option in enumerate(["tank", "tank", "dps"]):
+        await signups.join(engine, run_id, *member(n), option, (), BOOKED)
+    assert await store.signup_counts() == {}, "no live message yet"
+    async with engine.begin() as conn:
+        assert await live_sql.claim_new(conn, run_id, "42", "me", BOOKED, BOOKED)
+    assert await store.signup_counts() == {
+        run_id: frozenset({("tank", "confirmed", 1), ("tank", "waitlisted", 1), ("dps", "confirmed", 1)})
+    }
+    await signups.leave(engine, run_id, *member(1), BOOKED)
+    assert await store.signup_counts() == {
+        run_id: frozenset({("tank", "confirmed", 1), ("dps", "confirmed", 1)})
+    }
+    view = await live_view(engine, run_id, VersionCache(), BOOKED)
+    assert view is not None and view.signup_list is not None
+    assert [(o.name, len(o.confirmed), len(o.waitlisted)) for o in view.signup_list.options] == [
+        ("tank", 1, 0),
+        ("dps", 1, 0),
+    ]
+    async with engine.begin() as conn:
+        await live_sql.close(conn, run_id, BOOKED)
+    assert await store.signup_counts() == {}, "a closed message is not followed"

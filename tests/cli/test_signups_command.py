@@ -57,3 +57,16 @@ def test_a_run_without_a_sign_up_is_said_in_one_line(cli: Cli, tmp_path: Path) -
     result = cli("signups", "999", "--database", url)
     assert result.code == 1
     assert "run 999 does not exist or its event has no sign-up" in result.err
+
+
+def test_sign_ups_open_until_the_run_ends_say_so(cli: Cli, tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path / "eventbot.sqlite3")
+
+    async def seed(engine: object) -> int:
+        await upgrade(engine)  # type: ignore[arg-type]
+        return await book(engine, {"options": ["going"], "closes": "end"})  # type: ignore[arg-type]
+
+    run_id = on_database(url, seed)
+    result = cli("signups", str(run_id), "--database", url)
+    assert result.code == 0, result.err
+    assert result.lines[0] == f"run {run_id}: sign-ups open, closing when the run ends"

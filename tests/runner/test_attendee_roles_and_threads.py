@@ -1,7 +1,8 @@
 """``runner.attendee_roles`` and ``runner.threads`` on both backends: who should hold an
 attendee role (confirmed in a live, non-rehearsal run whose sign-up names it; a role two runs
 share kept while either holds the member), the grants recorded once, and a run's threads: the
-announcement they go on, recorded once however often, archived only once the run has ended."""
+announcement they go on, recorded once however often, archived only once the run has ended, and
+their members kept to who holds a seat."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from runner.attendee_roles import Grant
 from runner.clock import ManualClock
 from runner.schema import runs, steps
 from runner.states import StepStatus
-from runner.threads import Announced, RunThreads
+from runner.threads import Announced, MembershipChanges, RunThreads
 from tests.signups.booking import STARTS, T0, book, member
 
 ROLE_IDS = {"raiders": 444_444_444_444_444_444}
@@ -122,3 +123,37 @@ async def test_a_thread_goes_on_the_latest_or_the_labelled_announcement_and_is_a
     await threads.archived(engine, thread, ManualClock(T0))
     assert await threads.to_archive(engine) == []
     assert await threads.open_in_flight(engine) == []
+
+
+async def test_a_threads_members_follow_the_seats_added_on_confirm_and_taken_out_on_leave_or_waitlist(
+    engine: AsyncEngine,
+) -> None:
+    run_id = await book(engine, {"options": {"tank": 1, "dps": 1}})
+    one, two, three = (member(n)[0] for n in (1, 2, 3))
+    await signups.join(engine, run_id, *member(1), "tank", (), T0)
+    await signups.join(engine, run_id, *member(2), "dps", (), T0)
+    await signups.join(engine, run_id, *member(3), "tank", (), T0)  # waiting for member 1's seat
+    store, clock = RunThreads(engine, ManualClock(T0)), ManualClock(T0)
+    await store.record(run_id, 1, "100", "900000000000000001")
+    (thread,) = await threads.of_run(engine, run_id)
+    assert await threads.membership_changes(engine, thread) == MembershipChanges([one, two], [])
+    for member_id in (one, two):
+        await threads.member_added(engine, thread.thread_id, member_id, clock)
+        await threads.member_added(engine, thread.thread_id, member_id, clock)  # a repeat: no change
+    assert await threads.membership_changes(engine, thread) == MembershipChanges([], [])
+
+    # Member 2 moves to the full tank option: onto its waiting list, so out of the thread.
+    await signups.join(engine, run_id, *member(2), "tank", (), T0)
+    assert await threads.membership_changes(engine, thread) == MembershipChanges([], [two])
+    # Member 1 leaves: out, and member 3 (first waiting for tank) gets the seat, so in.
+    await signups.leave(engine, run_id, *member(1), T0)
+    assert await threads.membership_changes(engine, thread) == MembershipChanges([three], [one, two])
+    for member_id in (one, two):
+        await threads.member_removed(engine, thread.thread_id, member_id)
+        await threads.member_removed(engine, thread.thread_id, member_id)  # a repeat: no change
+    await threads.member_added(engine, thread.thread_id, three, clock)
+    assert await threads.membership_changes(engine, thread) == MembershipChanges([], [])
+
+    # Back in (the dps seat member 2 gave up): added again.
+    await signups.join(engine, run_id, *member(1), "dps", (), T0)
+    assert await threads.membership_changes(engine, thread) == MembershipChanges([one], [])

@@ -257,12 +257,16 @@ async def test_a_held_concurrency_key_holds_the_run_and_logs_the_reason_once(wor
         "a blocked run costs the tick nothing meanwhile"
     )
 
+    # Ended before the waiting run's own recheck (due 10 s after the 15 s look): only the
+    # holder's wake can make it due now. Were both due in one tick, the waiting run's look could
+    # read the key held and write its recheck after the holder's wake committed: the race that
+    # ``blocked_recheck_seconds`` bounds (runner/engine/core.py), not the promise pinned here.
     cue = (await world.steps_of(holder))[0]
     assert (await world.controls.confirm(cue["id"], actor="gm")).ok
-    await world.tick(later(30_000))
+    await world.tick(later(20_000))
     assert (await world.run(holder))["status"] == "completed"
-    assert (await world.run(waiting))["wake_at"] == later(30_000), "the holder wakes its waiters as it ends"
-    await world.tick(later(31_000))
+    assert (await world.run(waiting))["wake_at"] == later(20_000), "the holder wakes its waiters as it ends"
+    await world.tick(later(21_000))
     assert (await world.run(waiting))["status"] == "completed"
 
 

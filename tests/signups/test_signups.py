@@ -195,6 +195,28 @@ async def test_a_started_run_takes_no_new_sign_ups(engine: AsyncEngine) -> None:
     assert isinstance(answer, Refused) and answer.why == RefusedWhy.CLOSED
 
 
+async def test_closes_end_takes_sign_ups_while_the_run_is_in_flight_and_none_once_it_ends(
+    engine: AsyncEngine,
+) -> None:
+    """``closes: end``: a run in flight (its sign-up message posted by a step, mid-run) still
+    seats members; once the run has ended nobody new gets in."""
+    from runner.schema import runs
+
+    run_id = await book(engine, {"options": {"going": 1}, "closes": "end"})
+    late = STARTS + dt.timedelta(hours=1)
+    for status in ("running", "paused"):
+        async with engine.begin() as conn:
+            await conn.execute(sa.update(runs).where(runs.c.id == run_id).values(status=status))
+    assert isinstance(await join(engine, run_id, 1, "going", at=late), Confirmed)
+    assert isinstance(await join(engine, run_id, 2, "going", at=late), Waitlisted)
+    listed = await signups.listing(engine, run_id)
+    assert listed is not None and listed.closes_at is None and not listed.is_closed(late)
+    async with engine.begin() as conn:
+        await conn.execute(sa.update(runs).where(runs.c.id == run_id).values(status="completed"))
+    answer = await join(engine, run_id, 3, "going", at=late)
+    assert isinstance(answer, Refused) and answer.why == RefusedWhy.RUN_OVER
+
+
 async def test_the_database_refuses_a_count_past_capacity_even_without_the_guard(engine: AsyncEngine) -> None:
     run_id = await book(engine, SLOTS)
     await join(engine, run_id, 1, "tank")
