@@ -42,6 +42,7 @@ from bot.loops.attendee_roles import AttendeeRoles
 from bot.loops.event_threads import EventThreads
 from bot.loops.live_runs import LiveRuns
 from bot.loops.scheduled_events import Mirror
+from bot.loops.signup_import import SignupImports
 from bot.loops.signup_messages import SignupMessages
 from bot.loops.staff_log import StaffLog
 from bot.loops.ticker import Ticker
@@ -160,6 +161,8 @@ class EventBot(commands.Bot):
         )
         # Sign-up messages and promotion notices (``bot.loops.signup_messages``).
         self.signup_messages = SignupMessages(self, interval=config.tick_interval_seconds)
+        # The Discord event's Interested members imported as sign-ups (``signup.interested``).
+        self.signup_imports = SignupImports(self, interval=config.tick_interval_seconds)
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
         # Every interaction reaches this listener, handled or not; the tree's and the buttons'
@@ -224,6 +227,7 @@ class EventBot(commands.Bot):
         self.mirror.start()
         self.live_runs.start()
         self.signup_messages.start()
+        self.signup_imports.start()
         self.event_threads.start()
         self.attendee_roles.start()
 
@@ -259,6 +263,7 @@ class EventBot(commands.Bot):
             self.mirror,
             self.live_runs,
             self.signup_messages,
+            self.signup_imports,
             self.event_threads,
             self.attendee_roles,
         )
