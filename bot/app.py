@@ -158,6 +158,8 @@ class EventBot(commands.Bot):
             lease=self.lease_for("events-mirror"),
             interval=config.tick_interval_seconds,
             notice=self._staff_log_notice,
+            # A new listing's Interested list is read at once (then every few minutes).
+            listed=self._listing_created,
         )
         # Sign-up messages and promotion notices (``bot.loops.signup_messages``).
         self.signup_messages = SignupMessages(self, interval=config.tick_interval_seconds)
@@ -235,6 +237,9 @@ class EventBot(commands.Bot):
     def _staff_log_nudge(self) -> None:
         if self.staff_log is not None:
             self.staff_log.nudge()
+
+    def _listing_created(self) -> None:
+        self.signup_imports.nudge()
 
     def _staff_log_notice(self, text: str) -> None:
         if self.staff_log is not None:
