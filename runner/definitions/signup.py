@@ -10,8 +10,8 @@ Written as staff write it::
       channel: announcements                   # posted there when a run is booked, optional
       roles: [members]                         # who may sign up (role aliases), optional
       attendee_role: raiders                   # given to the confirmed, optional
-      interested: maybe                        # who marked the Discord event Interested
-                                               # is signed up to this option, optional
+      interested: dps                          # the Discord event's Interested sign up
+                                               # here (one of the options), optional
 
 The model checks the shape; whether each role alias exists is the config's to say
 (``wiring.definition_checks.check_aliases``, beside the steps' aliases).
