@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -95,9 +95,8 @@ class SignupImports:
         except DATABASE_ERRORS as exc:
             log.warning("sign-up import: database unreachable: %s", exc)
             return interval
-        self.polled_at = {
-            run_id: at for run_id, at in self.polled_at.items() if run_id in {d.run_id for d in due}
-        }
+        due_ids = {target.run_id for target in due}
+        self.polled_at = {run_id: at for run_id, at in self.polled_at.items() if run_id in due_ids}
         for target in due:
             now = asyncio.get_running_loop().time()
             last = self.polled_at.get(target.run_id)
@@ -114,7 +113,7 @@ class SignupImports:
     async def poll(self, guild_id: int, target: InterestedImport) -> bool:
         """Read the run's whole Interested list and import whoever is new; True when someone was
         signed up. A refusal by Discord or an unreachable database waits for the next poll."""
-        changed = False
+        imported_before = self.imported
         try:
             known = await signups.known_members(self.bot.engine, target.run_id)
             after: int | None = None
@@ -126,32 +125,47 @@ class SignupImports:
                 # Sorted by id as Discord sends them; an entry at or before ``after`` (a server
                 # that did not page) is not read twice, and the loop ends when nothing is new.
                 fresh = sorted((e for e in page if _user_id(e) > (after or 0)), key=_user_id)
-                for entry in fresh:
-                    member_id = str(_user_id(entry))
-                    if member_id in known:
-                        continue
-                    answer = await signups.import_interested(
-                        self.bot.engine,
-                        target.run_id,
-                        member_id,
-                        _name(entry),
-                        self._aliases(entry),
-                        self.bot.clock.now(),
-                    )
-                    if isinstance(answer, Refused) and answer.why != RefusedWhy.NOT_ALLOWED_ROLE:
-                        return changed  # closed, over or gone since the list was read: nobody more
-                    known.add(member_id)
-                    if isinstance(answer, Confirmed | Waitlisted):
-                        self.imported += 1
-                        changed = True
-                if len(page) < PAGE or not fresh:
-                    return changed
+                if not await self._import(target, fresh, known) or len(page) < PAGE or not fresh:
+                    break
                 after = _user_id(fresh[-1])
         except discord.HTTPException as exc:
             self._report_once(target.run_id, f"{exc.status} (code {exc.code}) {exc.text}")
         except DATABASE_ERRORS as exc:
             log.warning("sign-up import, run %s: database unreachable: %s", target.run_id, exc)
-        return changed
+        count = self.imported - imported_before
+        if count:
+            log.info(
+                "sign-up import, run %s: %d interested signed up to %s",
+                target.run_id,
+                count,
+                target.option,
+                extra={"run_id": target.run_id},
+            )
+        return count > 0
+
+    async def _import(
+        self, target: InterestedImport, entries: Sequence[Mapping[str, Any]], known: set[str]
+    ) -> bool:
+        """Import the members of one page not ``known`` yet; False once the run takes no more
+        sign-ups (closed, over or gone since the list was read)."""
+        for entry in entries:
+            member_id = str(_user_id(entry))
+            if member_id in known:
+                continue
+            answer = await signups.import_interested(
+                self.bot.engine,
+                target.run_id,
+                member_id,
+                _name(entry),
+                self._aliases(entry),
+                self.bot.clock.now(),
+            )
+            if isinstance(answer, Refused) and answer.why != RefusedWhy.NOT_ALLOWED_ROLE:
+                return False
+            known.add(member_id)
+            if isinstance(answer, Confirmed | Waitlisted):
+                self.imported += 1
+        return True
 
     def _aliases(self, entry: Mapping[str, Any]) -> list[str]:
         """The config's role aliases the member holds (only sent when the sign-up needs them)."""
