@@ -222,3 +222,19 @@ async def test_without_interested_the_list_is_never_asked_for(sim: Sim) -> None:
     await next_poll(sim)
     assert users_requests(sim, listed) == []
     assert await statuses(sim, run_id) == {}
+
+
+async def test_a_refused_list_is_logged_once_and_asked_for_again_at_the_next_poll(
+    sim: Sim, caplog: pytest.LogCaptureFixture
+) -> None:
+    run_id, listed = await book(sim, import_spec())
+    await sim.player.subscribe_event(listed)
+    path = f"/guilds/{sim.guild.id}/scheduled-events/{listed.id}/users"
+    sim.env.inject_error("GET", path, status=403, code=50001, message="Missing Access", times=2)
+    await next_poll(sim)
+    await next_poll(sim)
+    assert await statuses(sim, run_id) == {}
+    refusals = [r for r in caplog.records if "Discord refused the Interested list" in r.getMessage()]
+    assert len(refusals) == 1, "logged once, not at every poll"
+    await next_poll(sim)
+    assert await statuses(sim, run_id) == {str(sim.player.id): ("maybe", SignupStatus.CONFIRMED)}
