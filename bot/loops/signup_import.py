@@ -86,14 +86,18 @@ class SignupImports:
         guild_id = self.bot.config.guild_id
         if guild_id is None or self.bot.get_guild(guild_id) is None:
             return interval  # not this process's guild
-        if await self.lease.take() is None:
-            self.polled_at.clear()  # the holder polls; on taking over, every run is polled at once
-            return interval
         services = self.bot.services
         try:
             due = await imports_due(services.engine, services.versions, self.bot.clock.now())
         except DATABASE_ERRORS as exc:
             log.warning("sign-up import: database unreachable: %s", exc)
+            return interval
+        # Nothing to import (most servers, most of the time): no lease taken, so an idle import
+        # writes nothing while the ticker starts a burst of runs.
+        if not due:
+            return interval
+        if await self.lease.take() is None:
+            self.polled_at.clear()  # the holder polls; on taking over, every run is polled at once
             return interval
         due_ids = {target.run_id for target in due}
         self.polled_at = {run_id: at for run_id, at in self.polled_at.items() if run_id in due_ids}

@@ -163,7 +163,6 @@ async def test_the_staff_log_live_message_and_mirror_post_once_with_both_process
         "live-run-messages",
         "events-mirror",
         "signup-messages",
-        "signup-import",
         "event-threads",
         "attendee-roles",
     }
