@@ -42,6 +42,7 @@ from bot.loops.attendee_roles import AttendeeRoles
 from bot.loops.event_threads import EventThreads
 from bot.loops.live_runs import LiveRuns
 from bot.loops.scheduled_events import Mirror
+from bot.loops.signup_import import SignupImports
 from bot.loops.signup_messages import SignupMessages
 from bot.loops.staff_log import StaffLog
 from bot.loops.ticker import Ticker
@@ -157,11 +158,15 @@ class EventBot(commands.Bot):
             lease=self.lease_for("events-mirror"),
             interval=config.tick_interval_seconds,
             notice=self._staff_log_notice,
+            # A new listing's Interested list is read at once (then every few minutes).
+            listed=self._listing_created,
         )
         # Sign-up messages and promotion notices (``bot.loops.signup_messages``).
         self.signup_messages = SignupMessages(self, interval=config.tick_interval_seconds)
         # A ``discord.signup`` step's message is the loop's to post, as the booking's is.
         self.services.delivery.signup_poster = self.signup_messages
+        # The Discord event's Interested members imported as sign-ups (``signup.interested``).
+        self.signup_imports = SignupImports(self, interval=config.tick_interval_seconds)
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
         # Every interaction reaches this listener, handled or not; the tree's and the buttons'
@@ -226,6 +231,7 @@ class EventBot(commands.Bot):
         self.mirror.start()
         self.live_runs.start()
         self.signup_messages.start()
+        self.signup_imports.start()
         self.event_threads.start()
         self.attendee_roles.start()
 
@@ -233,6 +239,9 @@ class EventBot(commands.Bot):
     def _staff_log_nudge(self) -> None:
         if self.staff_log is not None:
             self.staff_log.nudge()
+
+    def _listing_created(self) -> None:
+        self.signup_imports.nudge()
 
     def _staff_log_notice(self, text: str) -> None:
         if self.staff_log is not None:
@@ -261,6 +270,7 @@ class EventBot(commands.Bot):
             self.mirror,
             self.live_runs,
             self.signup_messages,
+            self.signup_imports,
             self.event_threads,
             self.attendee_roles,
         )

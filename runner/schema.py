@@ -36,6 +36,7 @@ from runner.states import (
     Health,
     OnFailure,
     RunStatus,
+    SignupImport,
     SignupStatus,
     StepStatus,
 )
@@ -503,4 +504,20 @@ attendee_grants = sa.Table(
     sa.Column("role_id", sa.String(32), primary_key=True),
     sa.Column("member_id", sa.String(32), primary_key=True),
     sa.Column("granted_at", _utc_datetime(), nullable=False),
+)
+
+
+# ── Sign-ups imported from the Discord event's Interested list (``runner.signups``; 0012) ──
+
+signup_imports = sa.Table(
+    "event_signup_imports",
+    metadata,
+    # One row per (run, member) taken from the Discord scheduled event's Interested list. The
+    # import is one way: a member with a row here (or in ``event_signups``) is never imported
+    # again, so one who left is not signed up again by the next poll, and one refused for their
+    # roles is not asked about at every poll.
+    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evsignimp_run"), primary_key=True),
+    sa.Column("member_id", sa.String(32), primary_key=True),
+    sa.Column("outcome", _enum("signup_import", SignupImport), nullable=False),
+    sa.Column("imported_at", _utc_datetime(), nullable=False),
 )

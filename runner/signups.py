@@ -27,7 +27,7 @@ from runner.db import retry_on_conflict
 from runner.definitions import SignupDefinition
 from runner.errors import UnreadableDefinition
 from runner.sql import signups as sql
-from runner.states import RUN_TERMINAL, RunStatus, SignupStatus
+from runner.states import RUN_TERMINAL, RunStatus, SignupImport, SignupStatus
 
 OVERALL = sql.OVERALL
 # Versions never change, so every caller in the process shares one parse of each per database.
@@ -89,6 +89,15 @@ class Refused:
 
 
 JoinAnswer = Confirmed | Waitlisted | AlreadyIn | Moved | Refused
+
+
+@dataclass(frozen=True)
+class AlreadyKnown:
+    """The member signed up before (they may have left since) or was imported before: an
+    import leaves them as they are."""
+
+
+ImportAnswer = Confirmed | Waitlisted | AlreadyKnown | Refused
 
 
 @dataclass(frozen=True)
@@ -220,7 +229,9 @@ async def join(
         return refused
     assert run is not None
     await _ensure_pools(engine, run_id, run.signup)
-    return await _join(engine, run_id, member_id, member_name, option, member_roles, now)
+    answer = await _join(engine, run_id, member_id, member_name, option, member_roles, now)
+    assert not isinstance(answer, AlreadyKnown), "only an import is told so"
+    return answer
 
 
 def _refusal(
@@ -240,6 +251,48 @@ def _refusal(
     return None
 
 
+async def import_interested(
+    engine: AsyncEngine,
+    run_id: int,
+    member_id: str,
+    member_name: str,
+    member_roles: Collection[str],
+    now: dt.datetime,
+) -> ImportAnswer:
+    """Sign up a member who marked the run's Discord scheduled event Interested, in the
+    sign-up's ``interested`` option, as their click would (capacity, waiting list and roles
+    hold): once, and only if they never signed up. The import is one way: a member who left is
+    not signed up again, and one refused for their roles is recorded so they are not asked
+    about again (``event_signup_imports``). ``member_roles``: the role aliases they hold."""
+    async with engine.connect() as conn:
+        run = await _run(conn, run_id)
+    option = run.signup.interested if run is not None else None
+    if run is None or option is None:
+        return Refused(RefusedWhy.NO_SIGNUP)
+    answer: ImportAnswer | JoinAnswer | None = _refusal(run, option, member_roles, now)
+    if answer is None:
+        await _ensure_pools(engine, run_id, run.signup)
+        answer = await _join(engine, run_id, member_id, member_name, option, member_roles, now, imported=True)
+    if isinstance(answer, Refused) and answer.why == RefusedWhy.NOT_ALLOWED_ROLE:
+        async with engine.begin() as conn:
+            await sql.record_import(conn, run_id, member_id, SignupImport.NOT_ALLOWED_ROLE, now)
+    assert not isinstance(answer, AlreadyIn | Moved), "an import never touches a sign-up that exists"
+    return answer
+
+
+async def imported_members(engine: AsyncEngine, run_id: int) -> dict[str, SignupImport]:
+    """Each member imported into ``run_id`` from the Interested list, and what became of them."""
+    async with engine.connect() as conn:
+        rows = await sql.imports_of(conn, run_id)
+    return {str(row["member_id"]): SignupImport(row["outcome"]) for row in rows}
+
+
+async def known_members(engine: AsyncEngine, run_id: int) -> set[str]:
+    """The members of ``run_id`` an import passes by: signed up (left too) or imported before."""
+    async with engine.connect() as conn:
+        return await sql.known_members(conn, run_id)
+
+
 @retry_on_conflict
 async def _join(
     engine: AsyncEngine,
@@ -249,7 +302,9 @@ async def _join(
     option: str,
     member_roles: Collection[str],
     now: dt.datetime,
-) -> JoinAnswer:
+    *,
+    imported: bool = False,
+) -> JoinAnswer | AlreadyKnown:
     async with engine.begin() as conn:
         click = await sql.next_click(conn, run_id)
         assert click is not None, "the pools were created before"
@@ -260,6 +315,9 @@ async def _join(
             return refused
         assert run is not None
         existing = await sql.signup_of(conn, run_id, member_id)
+        if imported and (existing is not None or await sql.was_imported(conn, run_id, member_id)):
+            # Under the lock: a click that came since the poll read the list is never moved.
+            return AlreadyKnown()
         status = SignupStatus(existing["status"]) if existing else None
         if existing is not None and status != SignupStatus.CANCELLED and existing["option"] == option:
             place = (
@@ -296,6 +354,8 @@ async def _join(
             answer = Confirmed(option, click)
         else:
             answer = Waitlisted(option, await sql.waitlist_place(conn, run_id, option, click), click)
+        if imported:
+            await sql.record_import(conn, run_id, member_id, SignupImport.JOINED, now)
         if existing is not None and status == SignupStatus.CONFIRMED:
             promoted = await _promote(conn, run_id, now, left=(member_id, member_name))
             return Moved(str(existing["option"]), answer, promoted)

@@ -203,4 +203,13 @@ class SignupStatus(enum.StrEnum):
     CANCELLED = "cancelled"
 
 
+class SignupImport(enum.StrEnum):
+    """What importing a member from the Discord scheduled event's Interested list did
+    (``event_signup_imports``): signed up to ``signup.interested`` (a seat or its waiting list),
+    or refused for lacking ``signup.roles``. Either way the member is not imported again."""
+
+    JOINED = "joined"
+    NOT_ALLOWED_ROLE = "not_allowed_role"
+
+
 SIGNUP_ACTIVE: frozenset[SignupStatus] = frozenset({SignupStatus.CONFIRMED, SignupStatus.WAITLISTED})

@@ -70,13 +70,15 @@ class Mirror:
         lease: WorkLease,
         interval: float,
         notice: Callable[[str], None] = lambda text: None,
+        listed: Callable[[], None] = lambda: None,
     ) -> None:
         # ``client``: the guild and when the gateway is ready; ``notice``: a line for the staff
-        # log channel when the mirror cannot do its work.
+        # log channel when the mirror cannot do its work; ``listed``: a Discord event was created.
         self.client = client
         self.config = config
         self.service = service
         self.notice = notice
+        self.listed = listed
         self.requests = 0
         self.passes = 0
         self._reported: set[tuple[int | None, str]] = set()
@@ -178,6 +180,7 @@ class Mirror:
             event = await self._create(guild, desired)
             await self.service.created(work, str(event.id))
             await self.service.settle(work, str(event.id), ListingStatus.SCHEDULED)
+            self.listed()
             return
         event = await self._move(event, desired)
         await self.service.settle(work, str(event.id), _status_of(event))

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
 from runner.schema import LISTING_FINAL_STATUSES, listings, runs, versions
-from runner.states import LISTING_LISTED, RunStatus
+from runner.states import LISTING_LISTED, ListingStatus, RunStatus
 
 Row = sa.RowMapping
 
@@ -206,3 +206,20 @@ async def run_row(conn: AsyncConnection, run_id: int) -> Row | None:
         runs.c.rehearsal,
     ).where(runs.c.id == run_id)
     return (await conn.execute(query)).mappings().first()
+
+
+async def scheduled_with_event(conn: AsyncConnection) -> Sequence[Row]:
+    """Scheduled runs whose Discord event exists and is still scheduled: its id, and the run's
+    version and start (the sign-up import polls their Interested lists). Discord holds at most
+    100 listed events per guild, so this is at most about that many rows."""
+    query = (
+        sa.select(listings.c.run_id, listings.c.external_id, runs.c.version_id, runs.c.scheduled_for)
+        .join(runs, runs.c.id == listings.c.run_id)
+        .where(
+            runs.c.status == RunStatus.SCHEDULED.value,
+            listings.c.external_id.is_not(None),
+            listings.c.pushed_status == ListingStatus.SCHEDULED.value,
+        )
+        .order_by(listings.c.run_id)
+    )
+    return (await conn.execute(query)).mappings().all()

@@ -389,6 +389,9 @@ class EventDefinition(_Strict):
         # Left out when unset, so a version published before sign-ups existed hashes as it did.
         if dumped.get("signup") is None:
             dumped.pop("signup", None)
+        elif dumped["signup"].get("interested") is None:
+            # Likewise a sign-up written before ``interested`` existed.
+            dumped["signup"].pop("interested", None)
         return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
     def content_hash(self) -> str:

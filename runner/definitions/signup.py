@@ -10,6 +10,8 @@ Written as staff write it::
       channel: announcements                   # posted there when a run is booked, optional
       roles: [members]                         # who may sign up (role aliases), optional
       attendee_role: raiders                   # given to the confirmed, optional
+      interested: dps                          # the Discord event's Interested sign up
+                                               # here (one of the options), optional
 
 The model checks the shape; whether each role alias exists is the config's to say
 (``wiring.definition_checks.check_aliases``, beside the steps' aliases).
@@ -21,7 +23,15 @@ import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from runner.definitions.durations import bounded_seconds
 from runner.definitions.keys import checked_key
@@ -100,6 +110,9 @@ class SignupDefinition(BaseModel):
     channel: Annotated[str, AfterValidator(_channel_ref)] | None = None
     roles: list[RoleAlias] | None = Field(default=None, min_length=1, max_length=MAX_SIGNUP_ROLES)
     attendee_role: RoleAlias | None = None
+    # The option members who marked the run's Discord scheduled event Interested are signed up
+    # to (``bot.loops.signup_import``); without it nobody is imported.
+    interested: str | None = None
 
     @field_validator("options", mode="before")
     @classmethod
@@ -147,6 +160,15 @@ class SignupDefinition(BaseModel):
         if twice:
             raise ValueError(f"roles listed twice: {', '.join(twice)}")
         return value
+
+    @field_validator("interested")
+    @classmethod
+    def _interested(cls, value: str | None, info: ValidationInfo) -> str | None:
+        options = info.data.get("options")
+        # Options that were refused are reported at their own place; nothing to check against.
+        if value is None or options is None or value in options:
+            return value
+        raise ValueError(f"{value[:40]!r} is not one of the options ({', '.join(options)})")
 
     @model_validator(mode="after")
     def _overall_reachable(self) -> SignupDefinition:

@@ -1,5 +1,6 @@
 """Statements on the sign-up tables: ``event_signups``, ``event_signup_pools``,
-``event_signup_notices`` and ``event_signup_messages`` (``runner.signups`` composes them).
+``event_signup_notices``, ``event_signup_messages`` and ``event_signup_imports``
+(``runner.signups`` composes them).
 
 Who gets a seat is decided by the server: ``take_seat`` is an UPDATE guarded by
 ``taken < capacity`` whose row count (matched rows under CLIENT_FOUND_ROWS, and a match always
@@ -19,8 +20,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
-from runner.schema import runs, signup_messages, signup_notices, signup_pools, signups
-from runner.states import RUN_IN_FLIGHT, SignupStatus
+from runner.schema import runs, signup_imports, signup_messages, signup_notices, signup_pools, signups
+from runner.states import RUN_IN_FLIGHT, SignupImport, SignupStatus
 
 Row = sa.RowMapping
 OVERALL = "*"
@@ -382,5 +383,40 @@ async def message_shown(
 async def open_messages(conn: AsyncConnection) -> Sequence[Row]:
     query = sa.select(signup_messages).where(
         signup_messages.c.closed.is_(False), signup_messages.c.message_id.is_not(None)
+    )
+    return (await conn.execute(query)).mappings().all()
+
+
+# ── Imports from the Discord event's Interested list ─────────────────────
+
+
+async def known_members(conn: AsyncConnection, run_id: int) -> set[str]:
+    """Every member of ``run_id`` signed up (in any status, left too) or imported before: the
+    import passes them by."""
+    signed = sa.select(signups.c.member_id).where(signups.c.run_id == run_id)
+    imported = sa.select(signup_imports.c.member_id).where(signup_imports.c.run_id == run_id)
+    return {str(member) for member in (await conn.execute(sa.union(signed, imported))).scalars()}
+
+
+async def was_imported(conn: AsyncConnection, run_id: int, member_id: str) -> bool:
+    query = sa.select(signup_imports.c.member_id).where(
+        signup_imports.c.run_id == run_id, signup_imports.c.member_id == member_id
+    )
+    return (await conn.execute(query)).first() is not None
+
+
+async def record_import(
+    conn: AsyncConnection, run_id: int, member_id: str, outcome: SignupImport, now: dt.datetime
+) -> None:
+    """Once per (run, member): a second record (a poll repeated after a crash) does nothing."""
+    values = {"run_id": run_id, "member_id": member_id, "outcome": outcome.value, "imported_at": now}
+    await conn.execute(insert_ignore(conn, signup_imports).values(**values))
+
+
+async def imports_of(conn: AsyncConnection, run_id: int) -> Sequence[Row]:
+    query = (
+        sa.select(signup_imports)
+        .where(signup_imports.c.run_id == run_id)
+        .order_by(signup_imports.c.imported_at, signup_imports.c.member_id)
     )
     return (await conn.execute(query)).mappings().all()

@@ -72,6 +72,10 @@ def test_a_list_of_names_is_options_without_a_capacity_and_sign_ups_close_at_the
         ({"options": ["going"], "channel": "Town Square"}, "field 'signup.channel': 'Town Square' is not a"),
         ({"options": {"tank": 2}, "capacity": 5}, "field 'signup': capacity 5 can never be reached"),
         ({"options": ["going"], "seats": 5}, "field 'signup.seats'"),
+        (
+            {"options": ["going", "maybe"], "interested": "perhaps"},
+            "field 'signup.interested': 'perhaps' is not one of the options (going, maybe)",
+        ),
     ],
 )
 def test_every_problem_names_its_place_in_the_sign_up(signup: dict[str, Any], said: str) -> None:
@@ -112,3 +116,9 @@ def test_the_sign_ups_aliases_are_checked_against_the_config_beside_the_steps() 
         "'signup.channel': channel 'raids' is not one of the channel aliases" in line for line in found
     )
     assert not any("signup.roles.0" in line for line in found)
+
+
+def test_interested_names_the_option_interested_members_are_signed_up_to() -> None:
+    signup = SignupDefinition.model_validate({"options": ["going", "maybe"], "interested": "maybe"})
+    assert signup.interested == "maybe"
+    assert SignupDefinition.model_validate({"options": ["going"]}).interested is None
