@@ -127,7 +127,8 @@ class AttendeeRoles:
             found = blocked(guild, self.bot.config, int(grant.role_id), giving=giving)
             stops[grant.role_id] = found
             if found is None:
-                for kind in BLOCKED_KINDS:
+                # Taking back skips the safety check, so it cannot say an unsafe role was fixed.
+                for kind in BLOCKED_KINDS if giving else (GONE, UNMANAGEABLE):
                     self._told.pop((grant.role_id, kind), None)
             else:
                 self._tell(grant.role_id, found.kind, found.text)
