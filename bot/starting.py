@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.attendee_role_checks import unsafe_problem
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import BotError
 from runner import views
@@ -102,11 +103,13 @@ async def thread_problems(
 
 
 def attendee_role_problems(delivery: DiscordDelivery, definition: EventDefinition) -> list[Problem]:
-    """Manage Roles, and the ``attendee_role`` below the bot's highest role."""
+    """Manage Roles, the ``attendee_role`` below the bot's highest role, and safe to hand out
+    (no bot capability, no permission beyond plain membership)."""
     signup = definition.signup
     if signup is None or signup.attendee_role is None:
         return []
-    return [
-        Problem(message, field="signup.attendee_role")
-        for message in delivery.check_attendee_role(signup.attendee_role)
-    ]
+    found = delivery.check_attendee_role(signup.attendee_role)
+    unsafe = unsafe_problem(delivery.bot, delivery.config, signup.attendee_role)
+    if unsafe:
+        found.insert(0, unsafe)
+    return [Problem(message, field="signup.attendee_role") for message in found]

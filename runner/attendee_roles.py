@@ -1,19 +1,25 @@
 """Who should hold an event's ``attendee_role``, and who the bot has given it.
 
 Reconciled, not evented: the desired grants are every (role, member) with the member confirmed
-in some live run whose sign-up names that role; the recorded grants are what Discord accepted.
-A front end adds what is desired and not recorded, and removes what is recorded and no longer
-desired, recording each once Discord has accepted it. So a confirm grants the role, a leave or
-the end of the run removes it, a role two runs share stays while the member is confirmed in
-either, and a process that died between Discord's answer and the record repeats a request
-Discord treats as a no-op.
+in some live run whose sign-up names that role; the recorded grants are what the bot decided
+for each. A front end adds what is desired and not recorded, and removes what is recorded and no
+longer desired. So a confirm grants the role, a leave or the end of the run removes it, and a
+role two runs share stays while the member is confirmed in either.
+
+The bot takes back only what it gave. Before giving it looks at the member: one who already
+holds the role is recorded ``held_before`` and never loses it. The decision to give is recorded
+before Discord is asked (``given`` false), so a process that died before the answer asks again
+(Discord treats a repeat as a no-op) and still takes the role back at the end. A final answer
+from Discord (the member left, the role is gone, the bot may not give it) is recorded as
+``stopped``: never asked again, nothing taken back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from runner.catalog import VersionCache
@@ -28,10 +34,22 @@ class Grant:
     member_id: str
 
 
+# Why a grant was stopped (``event_attendee_grants.stopped``).
+MEMBER_LEFT = "member_left"
+ROLE_GONE = "role_gone"
+REFUSED = "refused"
+
+
 @dataclass(frozen=True)
 class Changes:
+    # Desired and not recorded: look at the member, then give.
     add: list[Grant]
+    # Recorded as given (or being given) and no longer desired: take back.
     remove: list[Grant]
+    # Recorded as being given, Discord's answer not recorded: give again.
+    retry: list[Grant] = field(default_factory=list)
+    # No longer desired, and the bot gave nothing: only the record goes.
+    forget: list[Grant] = field(default_factory=list)
 
 
 async def desired(engine: AsyncEngine, versions: VersionCache, role_ids: Mapping[str, int]) -> set[Grant]:
@@ -53,20 +71,46 @@ async def desired(engine: AsyncEngine, versions: VersionCache, role_ids: Mapping
     return wanted
 
 
-async def recorded(engine: AsyncEngine) -> set[Grant]:
+async def recorded(engine: AsyncEngine) -> dict[Grant, sa.RowMapping]:
     async with engine.connect() as conn:
-        return {Grant(str(r["role_id"]), str(r["member_id"])) for r in await sql.grants(conn)}
+        return {Grant(str(r["role_id"]), str(r["member_id"])): r for r in await sql.grants(conn)}
 
 
 async def changes(engine: AsyncEngine, versions: VersionCache, role_ids: Mapping[str, int]) -> Changes:
     want = await desired(engine, versions, role_ids)
     have = await recorded(engine)
-    return Changes(sorted(want - have), sorted(have - want))
+    ours = {g for g, r in have.items() if not r["held_before"] and r["stopped"] is None}
+    return Changes(
+        add=sorted(want - have.keys()),
+        remove=sorted(ours - want),
+        retry=sorted(g for g in ours & want if not have[g]["given"]),
+        forget=sorted(have.keys() - want - ours),
+    )
+
+
+async def held(engine: AsyncEngine, grant: Grant, clock: Clock) -> None:
+    """The member holds the role already: theirs, never taken back."""
+    async with engine.begin() as conn:
+        await sql.record(conn, grant.role_id, grant.member_id, clock.now(), held_before=True, given=False)
+
+
+async def giving(engine: AsyncEngine, grant: Grant, clock: Clock) -> None:
+    """The bot is about to give the role (recorded before Discord is asked)."""
+    async with engine.begin() as conn:
+        await sql.record(conn, grant.role_id, grant.member_id, clock.now(), held_before=False, given=False)
 
 
 async def granted(engine: AsyncEngine, grant: Grant, clock: Clock) -> None:
     async with engine.begin() as conn:
-        await sql.granted(conn, grant.role_id, grant.member_id, clock.now())
+        await sql.record(conn, grant.role_id, grant.member_id, clock.now(), held_before=False, given=True)
+        await sql.given(conn, grant.role_id, grant.member_id)
+
+
+async def stopped(engine: AsyncEngine, grant: Grant, clock: Clock, reason: str) -> None:
+    """Discord's answer was final: never asked again, nothing taken back."""
+    async with engine.begin() as conn:
+        await sql.record(conn, grant.role_id, grant.member_id, clock.now(), held_before=False, given=False)
+        await sql.stopped(conn, grant.role_id, grant.member_id, reason)
 
 
 async def revoked(engine: AsyncEngine, grant: Grant) -> None:

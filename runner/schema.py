@@ -497,13 +497,24 @@ thread_members = sa.Table(
 attendee_grants = sa.Table(
     "event_attendee_grants",
     metadata,
-    # One row per (role, member) the bot has granted an ``attendee_role`` to, written after
-    # Discord accepted the grant and deleted after it accepted the removal: what the reconcile
-    # loop compares with who should hold the role. Keyed by role, not run: a role shared by two
-    # runs is one grant, kept while the member is confirmed in either.
+    # One row per (role, member) the bot has decided about for an ``attendee_role``, written
+    # before it asks Discord and deleted once the member should no longer hold the role (after
+    # Discord accepted the removal, when one is due): what the reconcile loop compares with who
+    # should hold the role. Keyed by role, not run: a role shared by two runs is one grant, kept
+    # while the member is confirmed in either.
     sa.Column("role_id", sa.String(32), primary_key=True),
     sa.Column("member_id", sa.String(32), primary_key=True),
     sa.Column("granted_at", _utc_datetime(), nullable=False),
+    # The member held the role before the bot would have given it (0013): it is theirs, and the
+    # bot never takes it away.
+    sa.Column("held_before", sa.Boolean, nullable=False, server_default=sa.false()),
+    # Discord accepted the grant. A row written and not yet given is asked for again (the answer
+    # may have been lost); the removal is asked for either way, a no-op at Discord if it never landed.
+    sa.Column("given", sa.Boolean, nullable=False, server_default=sa.true()),
+    # Why the bot stopped asking about this grant (``runner.attendee_roles.Stop``): Discord's answer
+    # was final (the member left, the role is gone, the bot may not manage it). Nothing is asked
+    # again, nor taken back.
+    sa.Column("stopped", sa.String(32), nullable=True),
 )
 
 

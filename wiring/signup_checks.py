@@ -1,12 +1,15 @@
 """The sign-up's aliases (``signup.roles``, ``signup.attendee_role``, ``signup.channel``) against
 the config's roles and channels: the check ``check_aliases`` makes beside the steps' channels and ping roles, so a
-definition naming a role the server's config lacks fails ``validate`` and ``publish`` alike."""
+definition naming a role the server's config lacks fails ``validate`` and ``publish`` alike. An
+``attendee_role`` that is one of the bot's staff roles (``permissions``) is refused there too
+(``wiring.attendee_role_rule``): everyone who signs up would get it."""
 
 from __future__ import annotations
 
 from runner.definitions import EventDefinition
 from runner.errors import Problem
 from runner.suggestions import did_you_mean
+from wiring.attendee_role_rule import config_refusal
 from wiring.config import Config
 
 
@@ -28,6 +31,10 @@ def signup_role_problems(definition: EventDefinition, config: Config, file: str 
         for field, alias in named
         if alias not in config.roles
     ]
+    if signup.attendee_role:
+        unsafe = config_refusal(signup.attendee_role, config.roles, config.permissions)
+        if unsafe:
+            problems.append(Problem(unsafe, file=file, field="signup.attendee_role"))
     channel = (signup.channel or "").removeprefix("#")
     if channel and not channel.isdigit() and channel not in config.channels:
         channels = ", ".join(sorted(config.channels)) or "none"

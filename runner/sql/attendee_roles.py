@@ -31,17 +31,27 @@ async def confirmed_in_flight(conn: AsyncConnection) -> Sequence[Row]:
 
 
 async def grants(conn: AsyncConnection) -> Sequence[Row]:
-    return (
-        (await conn.execute(sa.select(attendee_grants.c.role_id, attendee_grants.c.member_id)))
-        .mappings()
-        .all()
-    )
+    t = attendee_grants.c
+    query = sa.select(t.role_id, t.member_id, t.held_before, t.given, t.stopped)
+    return (await conn.execute(query)).mappings().all()
 
 
-async def granted(conn: AsyncConnection, role_id: str, member_id: str, now: dt.datetime) -> None:
+async def record(
+    conn: AsyncConnection, role_id: str, member_id: str, now: dt.datetime, *, held_before: bool, given: bool
+) -> None:
     await conn.execute(
-        insert_ignore(conn, attendee_grants).values(role_id=role_id, member_id=member_id, granted_at=now)
+        insert_ignore(conn, attendee_grants).values(
+            role_id=role_id, member_id=member_id, granted_at=now, held_before=held_before, given=given
+        )
     )
+
+
+async def given(conn: AsyncConnection, role_id: str, member_id: str) -> None:
+    await conn.execute(_update(role_id, member_id).values(given=True))
+
+
+async def stopped(conn: AsyncConnection, role_id: str, member_id: str, reason: str) -> None:
+    await conn.execute(_update(role_id, member_id).values(stopped=reason))
 
 
 async def revoked(conn: AsyncConnection, role_id: str, member_id: str) -> None:
@@ -49,4 +59,10 @@ async def revoked(conn: AsyncConnection, role_id: str, member_id: str) -> None:
         sa.delete(attendee_grants).where(
             attendee_grants.c.role_id == role_id, attendee_grants.c.member_id == member_id
         )
+    )
+
+
+def _update(role_id: str, member_id: str) -> sa.Update:
+    return sa.update(attendee_grants).where(
+        attendee_grants.c.role_id == role_id, attendee_grants.c.member_id == member_id
     )

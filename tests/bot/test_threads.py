@@ -408,21 +408,30 @@ async def test_event_health_names_the_thread_and_attendee_role_permissions_a_pub
 
 
 async def test_defect_a_refused_attendee_role_is_not_asked_for_again_every_pass(sim: Sim) -> None:
-    """A role above the bot's is refused (403); asking again at every tick would pile up invalid
-    requests, which Discord limits. It is asked again a minute later, not every 5 s."""
+    """A role above the bot's would be refused (403); asking at every tick would pile up invalid
+    requests, which Discord limits. The bot sees the role's place in its cache and asks nothing,
+    tells the staff once, and gives the role once it is moved below the bot's."""
     sim.roles["raiders"] = sim.guild.create_role("Raiders", position=50)
     sim.config = make_config(sim.guild, sim.channels, sim.roles)
     await sim.start_bot()
     await sim.publish(night())
     run_id = await book(sim, "night", in_seconds=600)
     await join(sim, run_id, sim.player)
-    await sim.env.advance_time(40)
+    await sim.env.advance_time(300)
     put = f"/guilds/{sim.guild.id}/members/{sim.player.id}/roles/{sim.roles['raiders'].id}"
-    assert len(sim.requests("PUT", put)) == 1
+    assert sim.requests("PUT", put) == []
     assert sim.roles["raiders"].id not in roles_of(sim, sim.player)
     assert await grants(sim) == set()
-    await sim.env.advance_time(30)
-    assert len(sim.requests("PUT", put)) == 2
+    told = [m for m in sim.staff_log.history() if "cannot give or take attendee role @Raiders" in m.content]
+    assert len(told) == 1
+
+    backend = sim.env.backend
+    role = backend.get_role(sim.guild.id, sim.roles["raiders"].id)
+    role.position = 1
+    backend.announce_role_updates(sim.guild.id, [role])
+    await sim.env.advance_time(10)
+    assert len(sim.requests("PUT", put)) == 1
+    assert sim.roles["raiders"].id in roles_of(sim, sim.player)
 
 
 async def test_defect_a_thread_an_offline_rehearsal_recorded_is_closed_without_asking_discord(

@@ -81,6 +81,23 @@ async def test_a_sign_up_without_an_attendee_role_or_with_an_alias_not_configure
     assert await changes(engine) == attendee_roles.Changes([], [])
 
 
+async def test_only_a_role_the_bot_gave_is_taken_back(engine: AsyncEngine) -> None:
+    """Held before: never taken back. Being given (Discord's answer not recorded): asked again
+    while desired, taken back after. Stopped (a final answer): never asked again, nothing taken."""
+    run_id = await book(engine, WITH_ROLE)
+    for n in (1, 2, 3):
+        await join(engine, run_id, n)
+    held, pending, stopped = (Grant(RAIDERS, member(n)[0]) for n in (1, 2, 3))
+    clock = ManualClock(T0)
+    await attendee_roles.held(engine, held, clock)
+    await attendee_roles.giving(engine, pending, clock)
+    await attendee_roles.stopped(engine, stopped, clock, attendee_roles.REFUSED)
+    assert await changes(engine) == attendee_roles.Changes([], [], retry=[pending])
+
+    await end(engine, run_id)
+    assert await changes(engine) == attendee_roles.Changes([], [pending], forget=[held, stopped])
+
+
 async def posted_announcement(engine: AsyncEngine, run_id: int, label: str, message_id: str) -> int:
     """An announce step of the run, done, with where it was posted as the action reported it."""
     async with engine.begin() as conn:

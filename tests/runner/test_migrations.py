@@ -18,7 +18,7 @@ from runner.migrate import alembic_config, current_revision, drift, upgrade
 from runner.schema import run_log, runs, steps
 from runner.sql import runs as runs_sql
 
-HEAD = "0012"
+HEAD = "0013"
 # What each revision after 0006 adds: a database at an earlier revision lacks these too.
 ADDED_BY = {
     "0007": {
