@@ -133,6 +133,8 @@ LOGGED_EVENTS: tuple[type[history.Event], ...] = (
     history.StepRequeued,
     history.StepFailed,
     history.StepRetry,
+    history.SignupPromoted,
+    history.SignupLateCancel,
 )
 
 

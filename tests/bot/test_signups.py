@@ -233,3 +233,19 @@ async def test_the_live_run_message_shows_the_counts_and_a_click_edits_it(sim: S
     settled = len(live_edits(sim, live.id))
     await sim.env.advance_time(3 * EDIT_GAP)
     assert len(live_edits(sim, live.id)) == settled, "nothing moved: no edit"
+
+
+async def test_defect_promotions_and_late_cancels_never_reached_the_staff_log(sim: Sim) -> None:
+    """docs/signups.md promises staff a line for each promotion and each late cancel; the run log
+    had them (``signup.promoted``, ``signup.late_cancel``) but the staff log left them out."""
+    await book(sim, signup_spec(late_cancel="6h"))
+    message = message_of(sim)
+    await sim.player.click(message, label="tank")
+    await sim.gm.click(message, label="tank")
+    await sim.player.click(message, label="Leave")
+    await sim.env.advance_time(12)
+    lines = [m.content for m in sim.staff_log.history()]
+    promoted = [line for line in lines if "seat from the waiting list" in line]
+    late = [line for line in lines if "late cancel" in line]
+    assert len(promoted) == 1 and f"<@{sim.gm.id}> got a tank seat" in promoted[0], lines
+    assert len(late) == 1 and f"<@{sim.player.id}> (tank) left" in late[0], lines
