@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -293,6 +293,12 @@ class Config(_Strict):
         if ref.isascii() and ref.isdigit():
             return int(ref)
         return self.roles.get(ref)
+
+    def aliases_held(self, role_ids: Iterable[int]) -> list[str]:
+        """Every role alias whose role a member holds: two aliases may name one role, and a
+        rule naming either must see it held."""
+        held = set(role_ids)
+        return [alias for alias, role_id in self.roles.items() if role_id in held]
 
     def roles_for(self, capability: str) -> set[int]:
         return {self.roles[a] for a in self.permissions.get(capability, []) if a in self.roles}

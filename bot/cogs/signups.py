@@ -64,8 +64,7 @@ async def click(bot: EventBot, interaction: discord.Interaction, run_id: int, ch
     # Acknowledged first, so the answer is in time whatever the database takes.
     await interaction.response.defer(ephemeral=True, thinking=True)
     member = interaction.user
-    aliases = {role_id: alias for alias, role_id in bot.config.roles.items()}
-    held = [aliases[r.id] for r in getattr(member, "roles", ()) if r.id in aliases]
+    held = bot.config.aliases_held(r.id for r in getattr(member, "roles", ()))
     mentions = {alias: f"<@&{role_id}>" for alias, role_id in bot.config.roles.items()}
     now = bot.clock.now()
     name = member.display_name

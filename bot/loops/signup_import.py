@@ -173,8 +173,7 @@ class SignupImports:
 
     def _aliases(self, entry: Mapping[str, Any]) -> list[str]:
         """The config's role aliases the member holds (only sent when the sign-up needs them)."""
-        held = {int(role) for role in (entry.get("member") or {}).get("roles", ())}
-        return [alias for alias, role_id in self.bot.config.roles.items() if role_id in held]
+        return self.bot.config.aliases_held(int(role) for role in (entry.get("member") or {}).get("roles", ()))
 
     def _report_once(self, run_id: int, text: str) -> None:
         if (run_id, text) in self._reported:

@@ -249,3 +249,17 @@ async def test_defect_promotions_and_late_cancels_never_reached_the_staff_log(si
     late = [line for line in lines if "late cancel" in line]
     assert len(promoted) == 1 and f"<@{sim.gm.id}> got a tank seat" in promoted[0], lines
     assert len(late) == 1 and f"<@{sim.player.id}> (tank) left" in late[0], lines
+
+
+async def test_defect_two_aliases_for_one_role_refused_a_member_who_holds_it(sim: Sim) -> None:
+    """``roles: {players: X, raiders: X}``: the click kept one alias per role id (the last), so a
+    sign-up allowing ``players`` refused a member holding X."""
+    from tests.bot.conftest import make_config
+
+    config = make_config(sim.guild, sim.channels, {**sim.roles, "raiders": sim.roles["players"]})
+    assert list(config.roles)[-1] == "raiders", "the alias a one-per-id map would keep"
+    with sim.env.time_context():
+        await sim.start_bot(config)
+    await book(sim, signup_spec(roles=["players"]))
+    clicked = await sim.player.click(message_of(sim), label="tank")
+    assert clicked.response.content == "✅ You are signed up: tank."
