@@ -112,6 +112,11 @@ def join_answer(answer: JoinAnswer, role_mentions: dict[str, str]) -> str:
     match answer:
         case Confirmed(option=option):
             return f"✅ You are signed up: {option}."
+        case Waitlisted(option=option, place=place, event_full=True):
+            return (
+                f"⏳ The event is full: you are #{place} on the {option} waiting list. "
+                "You will get a message if a seat frees up."
+            )
         case Waitlisted(option=option, place=place):
             return f"⏳ {option} is full: you are #{place} on its waiting list. You will get a message if a seat frees up."
         case AlreadyIn(option=option, status=SignupStatus.CONFIRMED):
@@ -120,6 +125,8 @@ def join_answer(answer: JoinAnswer, role_mentions: dict[str, str]) -> str:
             return f"You are already on the {option} waiting list (#{place})."
         case Moved(from_option=before, now=Confirmed(option=option)):
             return f"✅ Moved from {before} to {option}."
+        case Moved(from_option=before, now=Waitlisted(option=option, place=place, event_full=True)):
+            return f"⏳ You left {before}; the event is full: you are #{place} on the {option} waiting list."
         case Moved(from_option=before, now=Waitlisted(option=option, place=place)):
             return f"⏳ You left {before}; {option} is full: you are #{place} on its waiting list."
     assert isinstance(answer, signups.Refused)

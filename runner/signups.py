@@ -61,6 +61,8 @@ class Waitlisted:
     # Where they stand in the option's waiting list (1: next).
     place: int
     position: int
+    # The option had room but the run's overall capacity did not: the event is full.
+    event_full: bool = False
 
 
 @dataclass(frozen=True)
@@ -335,8 +337,10 @@ async def _join(
             await sql.free_seat(conn, run_id, from_option)
             if not seated:
                 await sql.free_seat(conn, run_id, OVERALL)
+            full = None if seated else option
         else:
-            seated = await _take_seats(conn, run_id, option)
+            full = await _take_seats(conn, run_id, option)
+            seated = full is None
         now_status = SignupStatus.CONFIRMED if seated else SignupStatus.WAITLISTED
         await sql.write_signup(
             conn,
@@ -353,7 +357,8 @@ async def _join(
         if seated:
             answer = Confirmed(option, click)
         else:
-            answer = Waitlisted(option, await sql.waitlist_place(conn, run_id, option, click), click)
+            place = await sql.waitlist_place(conn, run_id, option, click)
+            answer = Waitlisted(option, place, click, event_full=full == OVERALL)
         if imported:
             await sql.record_import(conn, run_id, member_id, SignupImport.JOINED, now)
         if existing is not None and status == SignupStatus.CONFIRMED:
@@ -364,14 +369,15 @@ async def _join(
         return answer
 
 
-async def _take_seats(conn: AsyncConnection, run_id: int, option: str) -> bool:
-    """A seat of the option and one of the run, or neither."""
+async def _take_seats(conn: AsyncConnection, run_id: int, option: str) -> str | None:
+    """A seat of the option and one of the run, or neither: None when seated, else the pool
+    that was full (the option, or ``OVERALL`` when the option had room and the run had none)."""
     if not await sql.take_seat(conn, run_id, option):
-        return False
+        return option
     if await sql.take_seat(conn, run_id, OVERALL):
-        return True
+        return None
     await sql.free_seat(conn, run_id, option)
-    return False
+    return OVERALL
 
 
 async def _promote(
@@ -386,8 +392,8 @@ async def _promote(
     if first is None:
         return None
     member_id, option, position = str(first["member_id"]), str(first["option"]), int(first["position"])
-    took = await _take_seats(conn, run_id, option)
-    assert took, "the run's lock is held: the seat just seen free is still free"
+    full = await _take_seats(conn, run_id, option)
+    assert full is None, "the run's lock is held: the seat just seen free is still free"
     moved = await sql.set_status(
         conn, run_id, member_id, from_=SignupStatus.WAITLISTED, to=SignupStatus.CONFIRMED, now=now
     )

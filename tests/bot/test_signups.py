@@ -263,3 +263,18 @@ async def test_defect_two_aliases_for_one_role_refused_a_member_who_holds_it(sim
     await book(sim, signup_spec(roles=["players"]))
     clicked = await sim.player.click(message_of(sim), label="tank")
     assert clicked.response.content == "✅ You are signed up: tank."
+
+
+async def test_defect_a_full_event_was_answered_as_a_full_option(sim: Sim) -> None:
+    """With the overall capacity taken and the option not, the answer said "dps is full" while
+    the message showed ``dps (1/3)``: it is the event that is full."""
+    await book(sim, signup_spec(options={"tank": 1, "dps": 3}, capacity=2))
+    message = message_of(sim)
+    await sim.player.click(message, label="tank")
+    await sim.gm.click(message, label="dps")
+    third = await sim.mod.click(message, label="dps")
+    assert third.response.content == (
+        "⏳ The event is full: you are #1 on the dps waiting list. You will get a message if a seat frees up."
+    )
+    await sim.env.advance_time(6)
+    assert "dps (1/3)" in field_values(sim.announcements.last_message)
