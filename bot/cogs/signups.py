@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from bot.app import EventBot
 
 
+NOT_THIS_MESSAGE = "This button does not belong to this run's sign-up message; nothing was done."
+
+
 class SignupButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=SignupPress.TEMPLATE):
     """An option's button (or Leave) on a sign-up message, rebuilt from its custom id."""
 
@@ -63,6 +66,13 @@ class SignupButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], t
 async def click(bot: EventBot, interaction: discord.Interaction, run_id: int, choice: str) -> None:
     # Acknowledged first, so the answer is in time whatever the database takes.
     await interaction.response.defer(ephemeral=True, thinking=True)
+    # The custom id is the client's to write: the run it names must be the one this message was
+    # posted for, or a forged press would sign a member up to any run.
+    posted = await signups.message_of(bot.engine, run_id)
+    message = interaction.message
+    if posted is None or message is None or posted.message_id != str(message.id):
+        await interaction.followup.send(NOT_THIS_MESSAGE, ephemeral=True)
+        return
     member = interaction.user
     held = bot.config.aliases_held(r.id for r in getattr(member, "roles", ()))
     mentions = {alias: f"<@&{role_id}>" for alias, role_id in bot.config.roles.items()}

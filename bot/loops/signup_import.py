@@ -173,7 +173,9 @@ class SignupImports:
 
     def _aliases(self, entry: Mapping[str, Any]) -> list[str]:
         """The config's role aliases the member holds (only sent when the sign-up needs them)."""
-        return self.bot.config.aliases_held(int(role) for role in (entry.get("member") or {}).get("roles", ()))
+        return self.bot.config.aliases_held(
+            int(role) for role in (entry.get("member") or {}).get("roles", ())
+        )
 
     def _report_once(self, run_id: int, text: str) -> None:
         if (run_id, text) in self._reported:

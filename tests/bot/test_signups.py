@@ -6,6 +6,7 @@ a promotion's notice by DM, or by a mention when the member's DMs are closed."""
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import itertools
 from typing import Any
@@ -278,3 +279,32 @@ async def test_defect_a_full_event_was_answered_as_a_full_option(sim: Sim) -> No
     )
     await sim.env.advance_time(6)
     assert "dps (1/3)" in field_values(sim.announcements.last_message)
+
+
+async def test_defect_a_press_naming_another_run_in_its_custom_id_was_trusted(sim: Sim) -> None:
+    """The custom id is written by the client: a press on one run's sign-up message whose custom
+    id names another run signed the member up to that other run. It is refused, nothing changed."""
+    from simcord.actors import _visible_message
+
+    first = await book(sim)
+    first_message = message_of(sim)
+    second = await book(sim, starts_in=STARTS_IN + dt.timedelta(days=1))
+    assert second != first
+    # discord.py dispatches a press only to a component the message carries, so the forgery is
+    # a message carrying a button that names the other run (as simcord stores the message).
+    stored = _visible_message(sim.player, first_message)
+    honest = copy.deepcopy(stored.components)
+    for row in stored.components:
+        for component in row["components"]:
+            component["custom_id"] = component["custom_id"].replace(f"signup:{first}:", f"signup:{second}:")
+    answered = await sim.player.click(first_message, label="tank")
+    assert (
+        answered.response.content
+        == "This button does not belong to this run's sign-up message; nothing was done."
+    )
+    async with sim.engine.connect() as conn:
+        assert await signups.sql.for_run(conn, second) == []
+        assert await signups.sql.for_run(conn, first) == []
+    stored.components[:] = honest
+    pressed = await sim.player.click(first_message, label="tank")
+    assert pressed.response.content == "✅ You are signed up: tank."
