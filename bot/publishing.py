@@ -49,7 +49,14 @@ from runner import catalog, schedule, views, yaml_text
 from runner.definitions import EventDefinition, parse_yaml
 from runner.definitions.diff import changes
 from runner.errors import DefinitionError, Problem, UnknownDefinition, UnreadableDefinition
-from wiring.definition_checks import CheckedFile, check_aliases, check_parsed, checks_aliases, next_lines
+from wiring.definition_checks import (
+    CheckedFile,
+    check_aliases,
+    check_parsed,
+    checks_aliases,
+    next_lines,
+    warnings,
+)
 
 MAX_UPLOAD_BYTES = 256 * 1024
 # A problem or a change longer than this is clipped, so one cannot crowd out the rest.
@@ -165,6 +172,7 @@ async def validate_upload(
         return
     assert item.definition is not None
     lines = [f"✅ **{item.path.name}** is valid: {_name(item.definition)}, {summary(item.definition)}"]
+    lines += [f"⚠️ {warning}" for warning in warnings(item.definition)]
     lines += next_lines(item.definition, bot.services.clock.now())
     lines.append("Nothing was stored: /event publish publishes it.")
     await _reply(interaction, "\n".join(lines))
@@ -233,7 +241,8 @@ def preview_text(draft: Draft, current: Current | None) -> str:
     )
     if current is None:
         head = f"🆕 {_name(definition)}: a new event, from {draft.source.removeprefix('discord:')}\n"
-        return rendering.fit_list(head, [summary(definition)], limits.CONTENT_MAX, sep="\n", tail=tail)
+        notes = [summary(definition), *(f"⚠️ {warning}" for warning in warnings(definition))]
+        return rendering.fit_list(head, notes, limits.CONTENT_MAX, sep="\n", tail=tail)
     head = (
         f"📝 {_name(definition)}: version {current.number} → {draft.number}, from "
         f"{draft.source.removeprefix('discord:')}\n"
@@ -243,7 +252,7 @@ def preview_text(draft: Draft, current: Current | None) -> str:
     else:
         # Never empty when the hashes differ (every field is compared); a blank preview never shows.
         found = changes(current.definition, definition) or ["no change a person would see"]
-    lines = [f"• {line}" for line in found]
+    lines = [f"• {line}" for line in found] + [f"⚠️ {warning}" for warning in warnings(definition)]
     return rendering.fit_list(head, lines, limits.CONTENT_MAX, sep="\n", tail=tail, item_max=LINE_MAX)
 
 

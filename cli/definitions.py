@@ -33,6 +33,7 @@ from wiring.definition_checks import (
     check_keys,
     checks_aliases,
     next_lines,
+    warnings,
 )
 
 DEFINITION_SUFFIXES = (".yaml", ".yml")
@@ -94,6 +95,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if item.valid:
             assert item.definition is not None
             print(f"ok    {item.path}: {_summary(item.definition)}")
+            for warning in warnings(item.definition):
+                print(f"      warning: {warning}")
             for line in next_lines(item.definition, utcnow()):
                 print(f"      {line}")
         else:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.definitions import REMINDER_ACTION, EventDefinition
+from runner.definitions.signup import SIGNUP_ACTION
 from runner.dispatch import perform
 from runner.errors import Problem
 from runner.registry import ActionRegistry, Envelope
@@ -90,7 +91,6 @@ def listing_problem(
 
 THREAD_ACTION = "discord.thread"
 ANNOUNCE_ACTION = "discord.announce"
-SIGNUP_ACTION = "discord.signup"
 
 
 @dataclass(frozen=True)

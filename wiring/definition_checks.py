@@ -106,6 +106,12 @@ def check_keys(checked: Sequence[CheckedFile]) -> None:
 NEXT_SHOWN = 3
 
 
+def warnings(definition: EventDefinition) -> list[str]:
+    """What is allowed but probably not meant, shown beside a valid definition (never refused)."""
+    note = definition.signup.overbooked() if definition.signup is not None else None
+    return [note] if note else []
+
+
 def next_lines(definition: EventDefinition, now: dt.datetime) -> list[str]:
     """A scheduled event's next occurrences, each in its own zone and in UTC (none for a manual
     event): what its schedule really means, before it is published."""

@@ -59,6 +59,9 @@ _CHANNEL_REF = re.compile(r"#?[a-z0-9][a-z0-9_-]{0,99}|[0-9]{15,21}", re.ASCII)
 # A role: a role is named by its alias in the config's roles.
 _ROLE_ALIAS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}", re.ASCII)
 
+# The step that posts a run's sign-up message when ``signup.channel`` does not.
+SIGNUP_ACTION = "discord.signup"
+
 
 def _role_alias(value: str) -> str:
     if not isinstance(value, str) or not _ROLE_ALIAS.fullmatch(value):
@@ -189,6 +192,20 @@ class SignupDefinition(BaseModel):
         """How many seconds before the start sign-ups close (0: at the start, or never before
         it: ``closes: end``)."""
         return float(self.closes) if isinstance(self.closes, float) else 0.0
+
+    def overbooked(self) -> str | None:
+        """A warning, not a refusal: options whose seats add up past the overall capacity are
+        allowed (the overall one decides), but the message shows seats the event cannot give."""
+        caps = list(self.options.values())
+        if self.capacity is None or None in caps:
+            return None
+        total = sum(c or 0 for c in caps)
+        if total <= self.capacity:
+            return None
+        return (
+            f"signup: the options hold {total} seats together and the event {self.capacity}: once "
+            f"{self.capacity} are taken, members join a waiting list though their option shows seats"
+        )
 
     def role_aliases(self) -> list[str]:
         """Every role alias the sign-up names, for the config check."""

@@ -21,6 +21,7 @@ from runner.definitions.model import (
     StepDefinition,
     _shortest_gap_seconds,
 )
+from runner.definitions.signup import SIGNUP_ACTION
 from runner.definitions.signup import placeholder_problems as signup_placeholder_problems
 from runner.definitions.words import worded
 from runner.errors import DefinitionError, Problem
@@ -68,6 +69,13 @@ def publication_problems(
         )
     if isinstance(definition.schedule, CronSchedule):
         problems.extend(_cron_problems(definition.schedule, len(scopes), file))
+    signup = definition.signup
+    if signup is not None and not signup.channel and not _has_step(definition, SIGNUP_ACTION):
+        refuse(
+            "no sign-up message would ever be posted: give signup.channel (posted when the run is "
+            f"booked) or add a {SIGNUP_ACTION} step",
+            "signup",
+        )
     if isinstance(definition.schedule, OnceSchedule):
         at = to_naive_utc(definition.schedule.at)
         moment = now if now is not None else dt.datetime.now(dt.UTC).replace(tzinfo=None)
@@ -77,11 +85,23 @@ def publication_problems(
                 "this event would never run (give it a date still to come)",
                 "schedule.once",
             )
+        elif signup is not None and not signup.open_until_the_end:
+            closes = at - dt.timedelta(seconds=signup.closes_before_start())
+            if closes <= moment:
+                refuse(
+                    f"sign-ups would close {closes:%a %d %b %Y %H:%M} UTC, which has already passed: "
+                    "nobody could sign up (a shorter closes:, or closes: start or end)",
+                    "signup.closes",
+                )
     for index, reminder in enumerate(definition.reminders):
         problem = placeholders.problem(reminder.label) if reminder.label else None
         if problem:
             refuse(problem, f"reminders.{index}.label")
     return problems
+
+
+def _has_step(definition: EventDefinition, action: str) -> bool:
+    return any(step.action == action for phase in definition.phases for step in phase.steps)
 
 
 def _cron_problems(schedule: CronSchedule, scopes: int, file: str | None) -> list[Problem]:

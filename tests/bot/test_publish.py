@@ -399,3 +399,11 @@ async def test_validate_says_a_valid_file_is_valid_with_its_next_occurrences_and
     assert len(lines) == 5 and lines[-1] == "Nothing was stored: /event publish publishes it."
     assert reply.message.components == []
     assert await definitions_tables(pub.engine) == before
+
+
+async def test_validate_and_the_publish_preview_warn_of_options_past_the_overall_capacity(pub: Sim) -> None:
+    signup = {"options": {"tank": 2, "dps": 6}, "capacity": 5, "channel": "announcements"}
+    spec = copy.deepcopy(raid_spec(signup=signup))
+    warning = "⚠️ signup: the options hold 8 seats together and the event 5"
+    assert warning in answer(await command(pub, "validate", as_file(spec))).content
+    assert warning in answer(await command(pub, "publish", as_file(spec))).content

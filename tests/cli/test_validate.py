@@ -164,3 +164,41 @@ def test_an_empty_directory_is_an_error(cli: Cli, tmp_path: Path) -> None:
     result = cli("validate", tmp_path / "empty")
     assert result.code == 1
     assert "no *.yaml or *.yml files in this directory" in result.err
+
+
+def test_defect_a_sign_up_that_no_message_would_ever_show_was_accepted(cli: Cli, tmp_path: Path) -> None:
+    """A ``signup:`` with neither ``channel`` nor a ``discord.signup`` step: nobody could ever click."""
+    path = write_yaml(tmp_path / "raid.yaml", definition(WAIT, key="raid", signup={"options": ["going"]}))
+    result = cli("validate", path)
+    assert result.code == 1
+    assert "field 'signup': no sign-up message would ever be posted: give signup.channel" in result.out
+    assert "or add a discord.signup step" in result.out
+
+
+def test_defect_a_once_whose_sign_ups_had_already_closed_was_accepted(cli: Cli, tmp_path: Path) -> None:
+    """A ``once`` an hour away whose sign-ups close two hours before it: closed before anyone saw it."""
+    import datetime as dt
+
+    soon = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).replace(microsecond=0).isoformat()
+    signup = {"options": ["going"], "channel": "announcements", "closes": "2h"}
+    spec = definition(WAIT, key="raid", signup=signup, schedule={"once": soon})
+    result = cli("validate", write_yaml(tmp_path / "raid.yaml", spec))
+    assert result.code == 1
+    assert "field 'signup.closes': sign-ups would close" in result.out
+    assert "which has already passed: nobody could sign up (a shorter closes:, or closes: start or end)" in (
+        result.out
+    )
+    signup["closes"] = "30m"
+    assert cli("validate", write_yaml(tmp_path / "raid.yaml", spec)).code == 0
+
+
+def test_slots_adding_up_past_the_overall_capacity_are_a_warning_not_a_refusal(
+    cli: Cli, tmp_path: Path
+) -> None:
+    signup = {"options": {"tank": 2, "dps": 6}, "capacity": 5, "channel": "announcements"}
+    result = cli("validate", write_yaml(tmp_path / "raid.yaml", definition(WAIT, key="raid", signup=signup)))
+    assert result.code == 0, result.out
+    assert "warning: signup: the options hold 8 seats together and the event 5" in result.out
+    signup["capacity"] = 8
+    result = cli("validate", write_yaml(tmp_path / "raid.yaml", definition(WAIT, key="raid", signup=signup)))
+    assert "warning" not in result.out

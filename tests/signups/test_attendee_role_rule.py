@@ -23,7 +23,11 @@ PERMISSIONS = {"control": ["moderator"], "cue": ["gm"]}
 
 def test_defect_signup_role_escalation_a_capability_role_is_refused_by_validate_and_publish() -> None:
     config = load(EXAMPLE_CONFIG)
-    spec = event("raid", phase("main", wait("1m")), signup={"options": ["going"], "attendee_role": "staff"})
+    spec = event(
+        "raid",
+        phase("main", wait("1m")),
+        signup={"options": ["going"], "attendee_role": "staff", "channel": "announcements"},
+    )
     checked = [check_parsed("raid.yaml", spec, validation_registry())]
     asyncio.run(check_aliases(checked, config))
     found = [str(p) for p in checked[0].problems]

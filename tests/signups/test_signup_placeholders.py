@@ -30,7 +30,7 @@ def test_an_event_without_a_sign_up_may_not_use_the_sign_up_placeholders() -> No
     assert "{attendees} and {attendee_count} list the run's sign-ups; this event has no signup:" in str(
         problem
     )
-    validate({**spec, "signup": {"options": ["going"]}}, validation_registry())
+    validate({**spec, "signup": {"options": ["going"], "channel": "announcements"}}, validation_registry())
 
 
 def test_mentions_fit_their_room_and_say_how_many_more() -> None:
@@ -58,7 +58,7 @@ async def test_an_announcement_lists_the_attendees_as_they_are_when_it_is_sent(w
         event(
             "raid",
             phase("main", step("discord.announce", {"channel": "raids", "content": CONTENT})),
-            signup={"options": {"going": 1}},
+            signup={"options": {"going": 1}, "channel": "announcements"},
         )
     )
     from runner import catalog

@@ -92,14 +92,20 @@ def test_a_cue_pinging_attendees_in_an_event_without_signup_is_refused_at_its_pl
         "this event has no signup:"
     ]
     validate(
-        with_steps(cue("Brief them", ping="attendees"), signup={"options": ["going"], "closes": "end"}),
+        with_steps(
+            cue("Brief them", ping="attendees"),
+            signup={"options": ["going"], "closes": "end", "channel": "announcements"},
+        ),
         validation_registry(),
     )
 
 
 def test_a_cue_pings_attendees_and_nobody_else_by_name() -> None:
     (problem,) = problems_of(
-        with_steps(cue("Brief them", ping="everyone"), signup={"options": ["going"], "closes": "end"})
+        with_steps(
+            cue("Brief them", ping="everyone"),
+            signup={"options": ["going"], "closes": "end", "channel": "announcements"},
+        )
     )
     assert problem.startswith("phase 'main', 2nd step, field 'params.ping': ")
     assert "attendees" in problem
