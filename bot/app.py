@@ -257,6 +257,14 @@ class EventBot(commands.Bot):
         self.event_threads.nudge()
         self.attendee_roles.nudge()
 
+    def signups_changed(self) -> None:
+        """A sign-up list changed (a click, a member leaving the server): the sign-up and live
+        messages, the attendee roles and the event threads follow now, not at their next pass."""
+        self.signup_messages.nudge()
+        self.live_runs.nudge()
+        self.attendee_roles.nudge()
+        self.event_threads.nudge()
+
     def nudge(self) -> None:
         """Something changed (a control, a click): tick now rather than at the next interval."""
         if self.ticker is not None:

@@ -86,13 +86,7 @@ async def click(bot: EventBot, interaction: discord.Interaction, run_id: int, ch
         answer = await signups.join(bot.engine, run_id, str(member.id), name, choice, held, now)
         text = join_answer(answer, mentions)
     await interaction.followup.send(text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
-    bot.signup_messages.nudge()
-    # The live run message shows the counts too (``bot.loops.live_runs``, coalesced there).
-    bot.live_runs.nudge()
-    # The attendee role and the event thread follow the seat (``bot.loops.attendee_roles``,
-    # ``bot.loops.event_threads``): told now rather than at their next pass.
-    bot.attendee_roles.nudge()
-    bot.event_threads.nudge()
+    bot.signups_changed()
 
 
 async def setup(bot: commands.Bot) -> None:

@@ -109,9 +109,7 @@ class SignupImports:
             self.polled_at[target.run_id] = now
             if await self.poll(guild_id, target):
                 # The message's list, the attendee role and the thread follow the new sign-ups.
-                self.bot.signup_messages.nudge()
-                self.bot.attendee_roles.nudge()
-                self.bot.event_threads.nudge()
+                self.bot.signups_changed()
         return interval
 
     async def poll(self, guild_id: int, target: InterestedImport) -> bool:

@@ -29,6 +29,7 @@ import discord
 
 from actions.delivery import DeliveryError, Posted, SignupPosted
 from bot.errors import DATABASE_ERRORS
+from bot.loops.signup_departures import MemberDepartures
 from bot.loops.ticker import WakeableLoop
 from bot.signup_view import NO_MENTIONS, digest, promoted_text, signup_embed, signup_view
 from runner import signups
@@ -67,6 +68,8 @@ class SignupMessages:
         self.sent_at: dict[int, float] = {}
         self.edits = 0
         self._reported: set[str] = set()
+        # Members who left the server leave their lists; checked on this loop's passes.
+        self.departures = MemberDepartures(bot, changed=bot.signups_changed)
 
     def start(self) -> None:
         self.loop.start()
@@ -93,6 +96,7 @@ class SignupMessages:
         try:
             await self._book()
             delay = await self._edit_all(interval)
+            await self.departures.check_some()
             await self._notify()
         except DATABASE_ERRORS as exc:
             self._report("database", f"sign-ups: database unreachable: {exc}")

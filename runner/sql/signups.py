@@ -420,3 +420,32 @@ async def imports_of(conn: AsyncConnection, run_id: int) -> Sequence[Row]:
         .order_by(signup_imports.c.imported_at, signup_imports.c.member_id)
     )
     return (await conn.execute(query)).mappings().all()
+
+
+# ── Members who left the server ──────────────────────────────────────────
+
+
+async def signed_up_on_open_messages(conn: AsyncConnection) -> Sequence[Row]:
+    """Every (run, member) still on a list whose sign-up message is open: the members a departure
+    from the server could free a seat for."""
+    query = (
+        sa.select(signups.c.run_id, signups.c.member_id, signups.c.member_name)
+        .join(signup_messages, signup_messages.c.run_id == signups.c.run_id)
+        .where(signup_messages.c.closed.is_(False), signups.c.status != SignupStatus.CANCELLED.value)
+        .order_by(signups.c.run_id, signups.c.position)
+    )
+    return (await conn.execute(query)).mappings().all()
+
+
+async def runs_of_member(conn: AsyncConnection, member_id: str) -> list[int]:
+    """The runs in flight whose list ``member_id`` is on."""
+    query = (
+        sa.select(signups.c.run_id)
+        .join(runs, runs.c.id == signups.c.run_id)
+        .where(
+            signups.c.member_id == member_id,
+            signups.c.status != SignupStatus.CANCELLED.value,
+            runs.c.status.in_([s.value for s in RUN_IN_FLIGHT]),
+        )
+    )
+    return [int(run_id) for run_id in (await conn.execute(query)).scalars()]

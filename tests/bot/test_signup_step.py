@@ -187,7 +187,7 @@ async def test_a_cue_with_ping_attendees_pings_the_confirmed_not_the_waiting(sim
             "briefing",
             phase("main", cue("Brief the attendees", ping="attendees", ping_role="gm")),
             title="Briefing",
-            signup={"options": {"going": 2}},
+            signup={"options": {"going": 2}, "channel": "general"},
         )
     )
     run_id = await book(sim, "briefing")

@@ -308,3 +308,45 @@ async def test_defect_a_press_naming_another_run_in_its_custom_id_was_trusted(si
     stored.components[:] = honest
     pressed = await sim.player.click(first_message, label="tank")
     assert pressed.response.content == "✅ You are signed up: tank."
+
+
+async def test_defect_a_member_who_left_the_server_kept_their_seat_while_others_waited(sim: Sim) -> None:
+    from bot.loops.signup_departures import CHECK_EVERY
+
+    run_id = await book(sim)
+    message = message_of(sim)
+    await sim.player.click(message, label="tank")
+    await sim.gm.click(message, label="tank")
+    await sim.env.advance_time(6)
+    sim.guild.remove_member(sim.player)
+    await sim.env.advance_time(CHECK_EVERY + 30)
+    async with sim.engine.connect() as conn:
+        listed = {r["member_id"]: r["status"] for r in await signups.sql.for_run(conn, run_id)}
+        notices = await signups.sql.notices_for_run(conn, run_id)
+    assert listed == {str(sim.gm.id): "confirmed"}
+    assert [n["member_id"] for n in notices] == [str(sim.gm.id)], "promoted once, and told"
+    assert field_values(sim.announcements.last_message)["tank (1/1)"] == f"<@{sim.gm.id}>"
+
+
+async def test_defect_a_member_who_left_while_the_bot_was_offline_is_taken_off_at_the_next_pass(
+    sim: Sim,
+) -> None:
+    run_id = await book(sim)
+    message = message_of(sim)
+    await sim.player.click(message, label="tank")
+    await sim.gm.click(message, label="tank")
+
+    def member_checks() -> int:
+        return len([r for r in sim.env.http_requests if r.method == "GET" and "/members/" in r.path])
+
+    await sim.env.advance_time(6)
+    sim.guild.remove_member(sim.player)
+    before = member_checks()
+    with sim.env.time_context():
+        await sim.start_bot()
+    await sim.env.advance_time(12)
+    async with sim.engine.connect() as conn:
+        listed = {r["member_id"]: r["status"] for r in await signups.sql.for_run(conn, run_id)}
+    assert listed == {str(sim.gm.id): "confirmed"}
+    await sim.env.advance_time(120)
+    assert member_checks() - before == 2, "one check per member on the list, not one per pass"

@@ -30,7 +30,10 @@ def thread(name: str = "{title} chat", **params: Any) -> dict[str, Any]:
 def night(
     key: str = "night", attendee_role: str | None = "raiders", options: Any = ("going",), **fields: Any
 ) -> dict[str, Any]:
-    signup: dict[str, Any] = {"options": options if isinstance(options, dict) else list(options)}
+    signup: dict[str, Any] = {
+        "options": options if isinstance(options, dict) else list(options),
+        "channel": "general",
+    }
     if attendee_role:
         signup["attendee_role"] = attendee_role
     return event(
