@@ -38,6 +38,7 @@ from bot.clock import DiscordClock
 from bot.cogs.events import EventCog
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import DATABASE_ERRORS, StartupError
+from bot.invalid_requests import InvalidRequests
 from bot.loops.attendee_roles import AttendeeRoles
 from bot.loops.event_threads import EventThreads
 from bot.loops.live_runs import LiveRuns
@@ -75,6 +76,8 @@ TOKEN_REFUSED = "Discord refused the token in DISCORD_TOKEN (it is not a valid b
 GATEWAY_TOKEN_REFUSED = 4004
 
 # Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
+STAFF_LOG_WORK = "staff-log"
+
 EXTENSIONS = ("bot.cogs.cues", "bot.cogs.events", "bot.cogs.signups")
 
 
@@ -89,7 +92,13 @@ class EventBot(commands.Bot):
         owner: str | None = None,
     ) -> None:
         quiet_voice()
+        # Every 401, 403 and 429 counted, so the loops pause well before Discord bans the IP.
+        the_clock: Clock = clock or DiscordClock()
+        invalid_requests = InvalidRequests(
+            int(config.invalid_request_budget), now=lambda: the_clock.now().timestamp()
+        )
         super().__init__(
+            http_trace=invalid_requests.trace_config(),
             command_prefix=commands.when_mentioned,
             help_command=None,
             # Only the guilds intent: interactions carry the member and their roles, so no
@@ -101,7 +110,9 @@ class EventBot(commands.Bot):
         )
         self.config = config
         self.engine = engine
-        self.clock: Clock = clock or DiscordClock()
+        self.invalid_requests = invalid_requests
+        invalid_requests.on_change = self._invalid_requests_changed
+        self.clock = the_clock
         # Every send and edit to a channel takes a slot first (Discord's 5 per 5 s per channel).
         self.channel_budget = ChannelBudget()
         self.services: Services[DiscordDelivery] = assemble(
@@ -175,8 +186,24 @@ class EventBot(commands.Bot):
         await self.interaction_gate.claimed(interaction)
 
     def lease_for(self, work: str) -> WorkLease:
-        """The lease on ``work``, which only one process sharing the database does at a time."""
-        return WorkLease(self.work_leases, work, self.clock.now)
+        """The lease on ``work``, which only one process sharing the database does at a time;
+        paused while Discord refuses too much, except the staff log's, which says so."""
+        paused = (lambda: False) if work == STAFF_LOG_WORK else (lambda: self.invalid_requests.backing_off)
+        return WorkLease(self.work_leases, work, self.clock.now, paused)
+
+    def _invalid_requests_changed(self, backing_off: bool) -> None:
+        budget = self.invalid_requests.budget
+        if backing_off:
+            self._staff_log_notice(
+                f"⚠️ Discord refused {budget} or more of the bot's requests in 10 minutes (401, 403 or 429): "
+                "sign-up messages, attendee roles, threads, the Events tab and live messages pause "
+                f"until fewer than {budget // 2}, far below the 10,000 at which Discord bans the IP. "
+                "/event health shows the count."
+            )
+        else:
+            self._staff_log_notice(
+                "✅ Discord's refusals are back under the budget: background work resumes."
+            )
 
     @property
     def delivery(self) -> DiscordDelivery:
@@ -204,6 +231,8 @@ class EventBot(commands.Bot):
             raise database_unreachable(exc, database_shown(self.engine)) from None
 
     async def _set_up(self) -> None:
+        # Here, not in __init__: a simulated Discord installs its own HTTP client before login.
+        self.invalid_requests.watch(self.http)
         for extension in EXTENSIONS:
             await self.load_extension(extension)
         self.staff_log = StaffLog(
@@ -212,7 +241,7 @@ class EventBot(commands.Bot):
             self.engine,
             self.services.versions,
             interval=self.config.tick_interval_seconds,
-            lease=self.lease_for("staff-log"),
+            lease=self.lease_for(STAFF_LOG_WORK),
             budget=self.channel_budget,
             clock=self.clock,
         )

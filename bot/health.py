@@ -59,6 +59,10 @@ class BotHealth:
     listing: str | None
     # What published events' threads and attendee roles would hit: "event key: problem".
     events: list[str] = dataclasses.field(default_factory=list)
+    # Discord's refusals in the last 10 minutes, when there is anything to say (``bot.invalid_requests``),
+    # and whether the background loops are paused for them.
+    refusals: str | None = None
+    paused: bool = False
 
     @property
     def channel_problems(self) -> list[str]:
@@ -69,11 +73,14 @@ class BotHealth:
         found = list(self.report.problems) + self.channel_problems
         if self.listing:
             found.append(self.listing.removeprefix("⚠️ ").rstrip("."))
+        if self.refusals and self.paused:
+            found.append(self.refusals)
         return found + self.events
 
     @property
     def warnings(self) -> list[str]:
-        return list(self.report.warnings)
+        refusals = [self.refusals] if self.refusals and not self.paused else []
+        return list(self.report.warnings) + refusals
 
 
 def _use(config_gm: str | None, config_staff: str | None, config_sandbox: str | None, alias: str) -> str:
@@ -110,7 +117,17 @@ async def bot_health(client: discord.Client, bot: Served) -> BotHealth:
     listing = await listing_status_line(bot.mirror) if report.database.reachable else None
     events = await check_events(bot) if report.database.reachable and report.database.schema_current else []
     channels = await check_channels(client, bot)
-    return BotHealth(report, services.runner.owner, latency, channels, listing, events)
+    guard = bot.invalid_requests
+    return BotHealth(
+        report,
+        services.runner.owner,
+        latency,
+        channels,
+        listing,
+        events,
+        refusals=guard.summary(),
+        paused=guard.backing_off,
+    )
 
 
 async def check_events(bot: Served) -> list[str]:

@@ -18,6 +18,7 @@ import discord
 if TYPE_CHECKING:
     from bot.claims import InteractionGate
     from bot.discord_delivery import DiscordDelivery
+    from bot.invalid_requests import InvalidRequests
     from bot.loops.scheduled_events import Mirror
     from bot.publish_drafts import Drafts
     from wiring.config import Config
@@ -51,6 +52,9 @@ class Served(Protocol):
 
     @property
     def mirror(self) -> Mirror: ...
+
+    @property
+    def invalid_requests(self) -> InvalidRequests: ...
 
     def nudge(self) -> None: ...
 

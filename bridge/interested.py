@@ -59,3 +59,10 @@ async def imports_due(
                 )
             )
     return due
+
+
+async def event_gone(engine: AsyncEngine, target: InterestedImport, now: dt.datetime) -> bool:
+    """The run's Discord event was deleted: its import stops for good (in the database, so a
+    restart or the other process does not ask again). True the first time it is marked."""
+    async with engine.begin() as conn:
+        return await sql.event_gone(conn, target.run_id, str(target.event_id), now)

@@ -254,6 +254,12 @@ class Config(_Strict):
     # only where time is simulated (the tests' offline Discord freezes the clock an in-process
     # sleep would wait on); the runner's own tests cover the holds in real time.
     hold_waits_in_process: bool = True
+    # Requests Discord may refuse (401, 403, 429) in 10 minutes before the bot's background
+    # loops pause (``bot.invalid_requests``); Discord bans the IP at 10,000.
+    invalid_request_budget: Annotated[
+        float,
+        _bounded(10, 5000, "must be a number of refused requests from 10 to 5000 (Discord bans at 10,000)"),
+    ] = 1000
 
     @model_validator(mode="after")
     def _references_resolve(self) -> Config:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -42,6 +43,8 @@ MISSING_PERMISSIONS = 50013
 # After a refusal, that request on that thread is left alone this long: a refusal repeated every
 # pass would count against Discord's limit on invalid requests.
 RETRY_SECONDS = 60.0
+# Answers that no repeat will change (Discord counts them toward its IP ban).
+FINAL_STATUSES = frozenset({401, 403})
 ADDING, REMOVING, ARCHIVING = "add", "remove", "archive"
 
 
@@ -57,6 +60,7 @@ class EventThreads:
         self.added = 0
         self.removed = 0
         self._reported: set[tuple[str, str]] = set()
+        self._told: set[tuple[str, str]] = set()
         # Loop time before which a (thread, kind of request) Discord refused is not tried again.
         self._not_before: dict[tuple[str, str], float] = {}
         self.loop = WakeableLoop(
@@ -159,7 +163,18 @@ class EventThreads:
         return self._not_before.get((thread.thread_id, kind), 0.0) <= asyncio.get_running_loop().time()
 
     def _refused(self, thread: RunThread, kind: str, doing: str, exc: discord.HTTPException) -> None:
-        self._not_before[(thread.thread_id, kind)] = asyncio.get_running_loop().time() + RETRY_SECONDS
+        # A missing permission or access (403: 50001, 50013) is final for that thread and kind of
+        # request: asked again every minute it only collects invalid requests until Discord bans
+        # the IP; staff are told once, and a restart (after fixing the permission) tries again.
+        final = exc.status in FINAL_STATUSES
+        wait = math.inf if final else RETRY_SECONDS
+        self._not_before[(thread.thread_id, kind)] = asyncio.get_running_loop().time() + wait
+        if final and self.bot.staff_log is not None and (thread.thread_id, kind) not in self._told:
+            self._told.add((thread.thread_id, kind))
+            self.bot.staff_log.notice(
+                f"⚠️ Run {thread.run_id}'s event thread: Discord refused {doing} ({exc.status}, code "
+                f"{exc.code}); the bot stops asking until it restarts (check its permissions there)."
+            )
         hint = (
             " (the bot needs Manage Threads in the thread's channel to take members out)"
             if kind == REMOVING and exc.code == MISSING_PERMISSIONS

@@ -31,6 +31,7 @@ import discord
 
 from bot.errors import DATABASE_ERRORS
 from bot.loops.ticker import WakeableLoop
+from bridge import interested
 from bridge.interested import InterestedImport, imports_due
 from runner import signups
 from runner.signups import Confirmed, Refused, RefusedWhy, Waitlisted
@@ -130,6 +131,10 @@ class SignupImports:
                 if not await self._import(target, fresh, known) or len(page) < PAGE or not fresh:
                     break
                 after = _user_id(fresh[-1])
+        except discord.NotFound:
+            # 10070 Unknown Scheduled Event: deleted by hand. Final for that event: asking every
+            # poll until sign-ups close would only collect invalid requests.
+            await self._event_gone(target)
         except discord.HTTPException as exc:
             self._report_once(target.run_id, f"{exc.status} (code {exc.code}) {exc.text}")
         except DATABASE_ERRORS as exc:
@@ -174,6 +179,21 @@ class SignupImports:
         return self.bot.config.aliases_held(
             int(role) for role in (entry.get("member") or {}).get("roles", ())
         )
+
+    async def _event_gone(self, target: InterestedImport) -> None:
+        if not await interested.event_gone(self.bot.engine, target, self.bot.clock.now()):
+            return
+        log.warning(
+            "sign-up import, run %s: its Discord event %s was deleted; its Interested list is no longer read",
+            target.run_id,
+            target.event_id,
+            extra={"run_id": target.run_id},
+        )
+        if self.bot.staff_log is not None:
+            self.bot.staff_log.notice(
+                f"⚠️ Run {target.run_id}'s Discord event was deleted: members who mark it Interested "
+                "are no longer signed up (the sign-up message still takes clicks)."
+            )
 
     def _report_once(self, run_id: int, text: str) -> None:
         if (run_id, text) in self._reported:

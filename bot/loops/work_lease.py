@@ -27,10 +27,19 @@ LEASE_PASSES = 4
 
 
 class WorkLease:
-    def __init__(self, leases: WorkLeases, name: str, now: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        leases: WorkLeases,
+        name: str,
+        now: Callable[[], datetime],
+        paused: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.leases = leases
         self.name = name
         self._now = now
+        # True while Discord refuses too much (``bot.invalid_requests``): the pass is skipped,
+        # the lease not renewed (another process, elsewhere, may take the work over).
+        self._paused = paused
         self._unreachable = False
 
     @property
@@ -39,7 +48,9 @@ class WorkLease:
 
     async def take(self) -> Taken | None:
         """Hold the work for this pass; None when another process holds it (or the database
-        cannot say)."""
+        cannot say), or while this process's Discord requests are paused."""
+        if self._paused():
+            return None
         try:
             taken = await self.leases.take(self.name, self._now())
         except DATABASE_ERRORS as exc:

@@ -223,3 +223,19 @@ async def scheduled_with_event(conn: AsyncConnection) -> Sequence[Row]:
         .order_by(listings.c.run_id)
     )
     return (await conn.execute(query)).mappings().all()
+
+
+async def event_gone(conn: AsyncConnection, run_id: int, external_id: str, now: dt.datetime) -> bool:
+    """Discord answered that the run's event no longer exists (deleted by hand): the listing is
+    gone, as the mirror would settle it, so neither the mirror nor the Interested import asks
+    about it again; False when it was already marked."""
+    result = await conn.execute(
+        sa.update(listings)
+        .where(
+            listings.c.run_id == run_id,
+            listings.c.external_id == external_id,
+            listings.c.pushed_status == ListingStatus.SCHEDULED.value,
+        )
+        .values(pushed_status=ListingStatus.GONE.value, updated_at=now)
+    )
+    return result.rowcount == 1

@@ -238,3 +238,25 @@ async def test_a_refused_list_is_logged_once_and_asked_for_again_at_the_next_pol
     assert len(refusals) == 1, "logged once, not at every poll"
     await next_poll(sim)
     assert await statuses(sim, run_id) == {str(sim.player.id): ("maybe", SignupStatus.CONFIRMED)}
+
+
+async def test_defect_a_deleted_discord_event_was_asked_for_its_users_until_sign_ups_closed(sim: Sim) -> None:
+    """10070 Unknown Scheduled Event is final for that event: asked once, recorded (a restart does
+    not ask again), staff told once; before, every poll until sign-ups closed asked again."""
+    run_id, listed = await book(sim, import_spec())
+    path = f"/guilds/{sim.guild.id}/scheduled-events/{listed.id}*"
+    before = len(users_requests(sim, listed))
+    sim.env.inject_error(
+        "*", path, status=404, code=10070, message="Unknown Guild Scheduled Event", times=None
+    )
+    await next_poll(sim)
+    asked = len(users_requests(sim, listed))
+    assert asked == before + 1
+    for _ in range(3):
+        await next_poll(sim)
+    with sim.env.time_context():
+        await sim.start_bot()
+    await next_poll(sim)
+    assert len(users_requests(sim, listed)) == asked, "never asked again, restart or not"
+    told = [m.content for m in sim.staff_log.history() if "Discord event was deleted" in m.content]
+    assert len(told) == 1 and f"Run {run_id}" in told[0]

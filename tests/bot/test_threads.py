@@ -233,6 +233,30 @@ async def test_defect_a_refused_removal_does_not_hold_up_adding_the_next_attende
     assert await recorded_members(sim) == {str(sim.player.id), str(sim.gm.id)}
 
 
+async def test_defect_a_refused_removal_was_asked_for_again_every_minute(sim: Sim) -> None:
+    """A 403 is final for that thread's removals: asked once over half an hour (not 30 times,
+    each an invalid request toward Discord's IP ban), and staff told once."""
+    long_night = event(
+        "night",
+        phase("main", announce("Raid night begins!", label="Call"), thread(), wait("40m")),
+        title="Raid Night",
+        signup={"options": {"going": 1}, "channel": "general"},
+    )
+    await sim.publish(long_night)
+    run_id = await book(sim, "night")
+    await join(sim, run_id, sim.player)
+    await sim.env.advance_time(75)
+    (started,) = threads_of(sim)
+    out = f"/channels/{started.id}/thread-members/{sim.player.id}"
+    sim.env.inject_error("DELETE", out, status=403, code=50013, message="Missing Permissions", times=None)
+    await signups.leave(sim.engine, run_id, str(sim.player.id), sim.player.name, sim.now())
+    for _ in range(30):
+        await sim.env.advance_time(60)
+    assert len(sim.requests("DELETE", out)) == 1
+    told = [m.content for m in sim.staff_log.history() if "event thread: Discord refused" in m.content]
+    assert len(told) == 1 and "taking member" in told[0]
+
+
 async def test_defect_a_restart_between_the_thread_and_its_record_starts_no_second_thread(
     sim: Sim, monkeypatch: pytest.MonkeyPatch
 ) -> None:
