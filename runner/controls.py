@@ -355,12 +355,12 @@ class Controls:
                 step = await steps_sql.get(conn, step_id)
                 run = await runs_sql.get(conn, run_id)
                 return refused_step(
-                    Control.CONFIRM, step, step_id, run, run_id=run_id, cues=(cue_ref(step, step_id, run_id),)
+                    Control.CONFIRM, step, step_id, run, run_id=run_id, cues=(cue_ref(step, step_id, run_id, run),)
                 )
             await record(conn, run_id, StepConfirmed(note), now, step_id=step_id, actor=as_actor(actor))
             await run_leases.nudge(conn, run_id, now)
             run = await runs_sql.get(conn, run_id)
-            ref = CueRef(step_id, run_id, StepStatus.DONE, step.result)
+            ref = CueRef(step_id, run_id, StepStatus.DONE, step.result, settled_by=as_actor(actor))
         self._changed()
         return ControlResult(
             True,
@@ -400,7 +400,7 @@ class Controls:
                 return refused
             run = await runs_sql.get(conn, owner_run)
             if run is None or run.status not in RUN_IN_FLIGHT:
-                ref = CueRef(step_id, owner_run, step.status, step.result)
+                ref = cue_ref(step, step_id, owner_run, run)
                 return refused_run(Control.SKIP, run, owner_run, step_id=step_id, cues=(ref,))
             if not await step_settles.skip_by_human(
                 conn, step_id, now, actor=as_actor(actor), note=note, parked_only=cue_only
@@ -412,11 +412,11 @@ class Controls:
                     step_id,
                     run,
                     run_id=owner_run,
-                    cues=(cue_ref(step, step_id, owner_run),),
+                    cues=(cue_ref(step, step_id, owner_run, run),),
                 )
             await record(conn, owner_run, StepSkipped(note), now, step_id=step_id, actor=as_actor(actor))
             await run_leases.nudge(conn, owner_run, now)
-            ref = CueRef(step_id, owner_run, StepStatus.SKIPPED, step.result)
+            ref = CueRef(step_id, owner_run, StepStatus.SKIPPED, step.result, settled_by=as_actor(actor))
         self._changed()
         return ControlResult(
             True,
