@@ -39,7 +39,7 @@ async def _world(engine: AsyncEngine, batch: int = 500, keep: float = 30 * DAY) 
     return world
 
 
-async def _start(world: World, key: str, *actions: str, actor: Actor | str = "seed") -> int:
+async def _start(world: World, key: str, *actions: str, actor: Actor = Actor(None, "seed")) -> int:
     """Publish ``key`` (once) and start it now; tick so it runs as far as it can."""
     async with world.engine.connect() as conn:
         published = (await conn.execute(sa.select(definitions.c.id).where(definitions.c.key == key))).first()
