@@ -24,6 +24,7 @@ from tests.support.world import T0, World, phase, step
 
 DAY = 86400.0
 KEEP = dt.timedelta(days=30)
+SEED = Actor(None, "seed")
 ALICE = Actor("42", "Alice")
 BOB = Actor("7", "Bob")
 
@@ -39,7 +40,7 @@ async def _world(engine: AsyncEngine, batch: int = 500, keep: float = 30 * DAY) 
     return world
 
 
-async def _start(world: World, key: str, *actions: str, actor: Actor = Actor(None, "seed")) -> int:
+async def _start(world: World, key: str, *actions: str, actor: Actor = SEED) -> int:
     """Publish ``key`` (once) and start it now; tick so it runs as far as it can."""
     async with world.engine.connect() as conn:
         published = (await conn.execute(sa.select(definitions.c.id).where(definitions.c.key == key))).first()
