@@ -23,6 +23,7 @@ from bench.results import Options, Result, median
 from bench.statements import ServerCounters, slow_log_summary
 from bench.workloads import publish
 from runner.engine import RunnerSettings
+from runner.history import Actor
 from runner.loop import RunnerLoop
 from runner.schema import runs
 from tests.support.definitions import announce, event, phase
@@ -120,7 +121,7 @@ async def measure(
             await asyncio.sleep(0.2)  # the loop is up and asleep, as in a running bot
             with ServerCounters(backend) as counters:
                 started = time.monotonic()
-                result = await services.controls.start("fanout", actor="bench")
+                result = await services.controls.start("fanout", actor=Actor(None, "bench"))
                 start_returned = time.monotonic() - started
                 assert result.ok and len(result.run_ids) == count, result.message
                 query = sa.select(sa.func.count()).select_from(runs).where(runs.c.status == "completed")

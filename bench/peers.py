@@ -50,6 +50,7 @@ from bench.workloads import bench_action, publish, registry_of
 from runner.controls import Controls
 from runner.db import create_engine
 from runner.engine import Runner
+from runner.history import Actor
 from runner.loop import RunnerLoop
 from runner.registry import ActionRegistry, Envelope
 from runner.schema import steps
@@ -108,7 +109,7 @@ async def measure_throughput(
             async def client(scope: str, n: int, deadline: float) -> int:
                 done = 0
                 while done < n and time.perf_counter() < deadline:
-                    started = await controls.start("peers", scope=scope, actor="bench")
+                    started = await controls.start("peers", scope=scope, actor=Actor(None, "bench"))
                     assert started.ok, started.message
                     async with _ends_within(RUN_TIMEOUT, started.run_ids[0]):
                         ended.append(await runner.until_ended(started.run_ids[0]))
@@ -159,7 +160,7 @@ async def measure_lateness(url: str, samples: int, warmup: int = 3) -> dict[str,
 
             async def one(scope: str, offset: float) -> int:
                 await asyncio.sleep(offset)
-                started = await controls.start("peers-late", scope=scope, actor="bench")
+                started = await controls.start("peers-late", scope=scope, actor=Actor(None, "bench"))
                 assert started.ok, started.message
                 run_id = started.run_ids[0]
                 async with _ends_within(offset + RUN_TIMEOUT, run_id):

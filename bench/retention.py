@@ -52,6 +52,7 @@ from runner.clock import ManualClock, utcnow
 from runner.controls import Controls
 from runner.db import create_engine
 from runner.engine import Runner, RunnerSettings, serving_settings
+from runner.history import Actor
 from runner.loop import RunnerLoop
 from runner.migrate import upgrade
 from runner.registry import ActionRegistry, Envelope
@@ -317,7 +318,7 @@ async def lateness_over_backlog(backlog: Path, keep_days: float, samples: int) -
     task = asyncio.create_task(loop.run_forever())
     try:
         controls = Controls(engine, on_change=loop.nudge)
-        started = await controls.start("late", actor="bench")
+        started = await controls.start("late", actor=Actor(None, "bench"))
         assert started.ok, started.message
         async with asyncio.timeout(120):
             await recorder.done.wait()

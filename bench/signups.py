@@ -40,6 +40,7 @@ from bench.results import Options, Result, median, percentile
 from bot.app import EventBot, create_bot, sync_tree
 from bot.loops.signup_messages import EDIT_GAP
 from runner import catalog, definitions
+from runner.history import Actor
 from wiring.config import Config
 
 if TYPE_CHECKING:
@@ -177,11 +178,11 @@ async def _measure(backend: Backend, spread: float = SPREAD) -> Sample:
             with env.time_context():
                 now = env.now().replace(tzinfo=None)
                 definition = definitions.validate(_spec(), validation_registry())
-                await catalog.publish(engine, definition, now, actor="bench")
+                await catalog.publish(engine, definition, now, actor=Actor(None, "bench"))
                 async with engine.begin() as conn:
                     current = await catalog.current(conn, "raid-night", catalog.VersionCache())
                     run_id = await catalog.create_run(
-                        conn, current, "", now + dt.timedelta(hours=3), now, actor="bench"
+                        conn, current, "", now + dt.timedelta(hours=3), now, actor=Actor(None, "bench")
                     )
                 assert run_id is not None
                 bot = create_bot(_config(guild, channels), engine)

@@ -31,6 +31,7 @@ from bench.workloads import bench_action, count_runs, publish, registry_of
 from runner.clock import utcnow
 from runner.controls import Controls
 from runner.engine import Runner, RunnerSettings
+from runner.history import Actor
 from runner.registry import Envelope
 from runner.schema import run_log, steps
 from tests.support.actions import ok
@@ -50,7 +51,7 @@ async def _start_runs(engine: AsyncEngine, steps_per_run: int) -> list[int]:
     scopes = [f"run-{i}" for i in range(RUNS)]
     noops = phase("main", *(step("bench.noop") for _ in range(steps_per_run)))
     await publish(engine, event("throughput", noops, scopes=scopes), registry)
-    started = await Controls(engine).start("throughput", actor="bench")
+    started = await Controls(engine).start("throughput", actor=Actor(None, "bench"))
     assert started.ok and len(started.run_ids) == RUNS, started.message
     return list(started.run_ids)
 

@@ -35,6 +35,7 @@ from bench.workloads import bench_action, publish, registry_of
 from runner.clock import utcnow
 from runner.controls import Controls
 from runner.engine import Runner, serving_settings
+from runner.history import Actor
 from runner.loop import RunnerLoop
 from runner.registry import ActionRegistry, Envelope
 from runner.schema import steps
@@ -103,7 +104,7 @@ async def _publish_in_scopes(
 async def _start(engine: AsyncEngine, loop: RunnerLoop, key: str) -> tuple[Controls, list[int]]:
     """Start every scope's run through controls that nudge the serving loop, as the bot's do."""
     controls = Controls(engine, on_change=loop.nudge)
-    started = await controls.start(key, actor="bench")
+    started = await controls.start(key, actor=Actor(None, "bench"))
     assert started.ok, started.message
     return controls, list(started.run_ids)
 
@@ -158,7 +159,7 @@ async def measure_cue_latency(backend: Backend, samples: int) -> list[float]:
             for run_id, step_id in parked:
                 # Idle gaps: the loop is asleep (up to its 5 s interval) when the confirm lands.
                 await asyncio.sleep(rng.uniform(0.02, 0.12))
-                confirmed = await controls.confirm(step_id, actor="bench")
+                confirmed = await controls.confirm(step_id, actor=Actor(None, "bench"))
                 assert confirmed.ok, confirmed.message
                 returned = time.monotonic()
                 await asyncio.wait_for(recorder.event(run_id).wait(), timeout=30)

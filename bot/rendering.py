@@ -135,12 +135,12 @@ def run_name(title: str, scope: str, run_id: int, rehearsal: bool = False) -> st
 # ── A control's answer ───────────────────────────────────────────────────────
 
 
-def person(actor: Actor | str | None) -> str:
+def person(actor: Actor | None) -> str:
     """A person as Discord shows one: a mention when the history kept their id, otherwise the
     name as it was given (``cli``, ``rehearsal``, the schedule)."""
-    if isinstance(actor, Actor):
-        return f"<@{actor.id}>" if actor.id else actor.name
-    return actor or "someone"
+    if actor is None:
+        return "someone"
+    return f"<@{actor.id}>" if actor.id else actor.name
 
 
 def control_answer(result: ControlResult) -> str:

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from cli import logs
 from runner.db import DATABASE_ERRORS, DatabaseUrlError, check_url, create_engine
+from runner.history import Actor
 from runner.migrate import current_revision
 from runner.redaction import masked_url, password_of
 from wiring import config as config_module
@@ -23,7 +24,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-CLI_ACTOR = "cli"
+CLI_ACTOR = Actor(None, "cli")
 
 T = TypeVar("T")
 

@@ -21,6 +21,7 @@ from runner.controls import Controls
 from runner.db import create_engine
 from runner.definitions import load_file
 from runner.errors import DefinitionError
+from runner.history import Actor
 from runner.migrate import upgrade
 from runner.redaction import masked_url
 from runner.states import RunStatus
@@ -70,7 +71,7 @@ async def rehearse(
                 lambda _describe: delivery,
                 clock=clock,
                 settings=REHEARSAL_SETTINGS,
-                owner=ACTOR,
+                owner=ACTOR.name,
             )
             rehearsal = Rehearsal(
                 services,
@@ -88,7 +89,7 @@ async def rehearse(
 
 
 # Who the run history says cancelled a leftover rehearsal run ("cancelled by rehearse --cancel").
-CANCEL_ACTOR = "rehearse --cancel"
+CANCEL_ACTOR = Actor(None, "rehearse --cancel")
 # Every run in flight in one database, however many: a rehearsal ticks them all.
 IN_FLIGHT_LIMIT = 1_000_000
 
@@ -157,7 +158,7 @@ async def resume_rehearsals(
             lambda _describe: ConsoleDelivery(console, config),
             clock=clock,
             settings=REHEARSAL_SETTINGS,
-            owner=ACTOR,
+            owner=ACTOR.name,
         )
         rehearsal = Rehearsal(
             services,

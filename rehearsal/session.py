@@ -21,7 +21,7 @@ from runner.clock import ManualClock
 from runner.definitions import REMINDER_ACTION, REMINDERS_PHASE, EventDefinition
 from runner.dispatch import perform
 from runner.engine import RunnerSettings
-from runner.history import Entry, RunCreated, RunStatusChanged
+from runner.history import Actor, Entry, RunCreated, RunStatusChanged
 from runner.registry import Envelope
 from runner.reminder_rules import reminder_label
 from runner.schema import RUN_TERMINAL
@@ -32,7 +32,7 @@ from wiring.services import Services
 
 # How GM cues are answered: asked at the keyboard, or one cue control pressed on every cue.
 CueMode = Literal["ask", Control.CONFIRM, Control.SKIP]
-ACTOR = "rehearsal"
+ACTOR = Actor(None, "rehearsal")
 # Enough for an event of hundreds of steps with every retry; a rehearsal that needs more is
 # going round in circles, and saying so beats hanging the terminal.
 MAX_ITERATIONS = 20_000
@@ -194,7 +194,7 @@ class Rehearsal:
             return context
 
         envelope = Envelope(
-            actor=ACTOR,
+            actor=ACTOR.name,
             idempotency_key=f"rehearsal-reminder-{seq}-{scope}",
             params=dict(reminder.params),
             run_id=0,

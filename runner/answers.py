@@ -15,7 +15,7 @@ from typing import Any
 
 from runner.history import Actor
 from runner.records import RunRecord, StepRecord
-from runner.states import RUN_TERMINAL, STEP_OPEN, Control, StepStatus
+from runner.states import RUN_TERMINAL, STEP_OPEN, Control, RunStatus, StepStatus
 
 
 class Reason(enum.StrEnum):
@@ -64,12 +64,18 @@ class Reason(enum.StrEnum):
 
 @dataclass(frozen=True)
 class CueRef:
-    """Where a cue was posted, so a front end can bring its message up to date."""
+    """Where a cue was posted and how it stands, so a front end can bring its message up to date
+    without reading the run again."""
 
     step_id: int
     run_id: int
-    status: str
+    # ``None``: the step is gone.
+    status: StepStatus | None
     result: dict[str, Any] | None
+    # Who settled it by hand (a confirm or a skip), and, when it was cancelled, its run's error
+    # (the cancel's reason, a failure).
+    settled_by: Actor | None = None
+    why: str | None = None
 
 
 @dataclass(frozen=True)
@@ -84,8 +90,8 @@ class ControlResult:
     run_ids: tuple[int, ...] = ()
     cues: tuple[CueRef, ...] = field(default_factory=tuple)
     # The run's status: why it was refused, or (confirm, skip) what it is after acting.
-    run_status: str | None = None
-    step_status: str | None = None
+    run_status: RunStatus | None = None
+    step_status: StepStatus | None = None
     # Who settled the step already (already_confirmed, already_skipped).
     by: Actor | None = None
     definition_key: str | None = None
@@ -108,7 +114,7 @@ class ControlResult:
         """The code and its facts, for logs and assertion messages (``pause: run_ended
         run_id=4 run_status=cancelled``); front ends render words from the fields instead."""
         facts = [
-            f"{f.name}={value!r}" if isinstance(value, str) else f"{f.name}={value}"
+            f"{f.name}={str(value)!r}" if isinstance(value, str) else f"{f.name}={value}"
             for f in fields(self)
             if f.name not in ("ok", "control", "reason", "cues")
             and (value := getattr(self, f.name)) not in (None, (), False)
@@ -189,8 +195,9 @@ def refused_step(
     return ControlResult(False, control, reason, step_id=step_id, step_status=status, **said, **facts)
 
 
-def cue_ref(step: StepRecord | None, step_id: int, run_id: int) -> CueRef:
+def cue_ref(step: StepRecord | None, step_id: int, run_id: int, run: RunRecord | None) -> CueRef:
     """The cue as it stands after a refused settle, so its message can be brought up to date."""
     if step is None:
-        return CueRef(step_id, run_id, "missing", None)
-    return CueRef(step_id, run_id, step.status, step.result)
+        return CueRef(step_id, run_id, None, None)
+    why = run.last_error if run is not None and step.status is StepStatus.CANCELLED else None
+    return CueRef(step_id, run_id, step.status, step.result, settled_by=step.settled_by, why=why)

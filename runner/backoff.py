@@ -2,11 +2,11 @@
 
 Every retry in the tree takes its wait from ``delay``: the serving loop through a database
 outage, the bot's start-up, a transaction that lost a lock conflict, SQLite's inline busy wait,
-and a Discord event listing that failed. A retrying library (tenacity, stamina) was weighed and
-does not fit: it owns the loop and the sleeping, while a failed listing stores its next attempt's
-time in the database for whichever process ticks next, and the serving loop sleeps through an
-injected ``sleep`` so a test drives it in virtual time. What they all share is the arithmetic,
-so that is what lives here.
+and a Discord event listing that failed. The conflict retry is tenacity's loop (``runner.db``),
+waiting what ``delay`` says; the others keep loops of their own, which a retrying library cannot
+be: a failed listing stores its next attempt's time in the database for whichever process ticks
+next, and the serving loop sleeps through an injected ``sleep`` so a test drives it in virtual
+time. What they all share is the arithmetic, so that is what lives here.
 """
 
 from __future__ import annotations

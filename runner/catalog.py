@@ -47,7 +47,7 @@ async def publish(
     now: dt.datetime,
     *,
     source: str | None = None,
-    actor: history.Actor | str | None = None,
+    actor: history.Actor | None = None,
 ) -> Published:
     """Store ``definition`` (already validated) as a new immutable version.
 
@@ -98,7 +98,7 @@ async def publish(
         )
         if latest is not None:
             current_definition = CurrentDefinition(definition_id, version_id, definition)
-            await _follow_new_version(conn, current_definition, number, now, as_actor(actor))
+            await _follow_new_version(conn, current_definition, number, now, actor)
     return Published(definition.key, definition_id, version_id, number, changed=True)
 
 
@@ -245,7 +245,7 @@ async def create_run(
     scheduled_for: dt.datetime,
     now: dt.datetime,
     *,
-    actor: history.Actor | str | None = None,
+    actor: history.Actor | None = None,
     rehearsal: bool = False,
     manual: bool = False,
 ) -> int | None:
@@ -290,7 +290,7 @@ async def _record_created(
     scope: str,
     scheduled_for: dt.datetime,
     now: dt.datetime,
-    actor: history.Actor | str | None,
+    actor: history.Actor | None,
     rehearsal: bool,
 ) -> None:
     """The run's ``run.created`` line, however it was created."""
@@ -301,7 +301,7 @@ async def _record_created(
         scheduled_for=scheduled_for,
         rehearsal=rehearsal,
     )
-    await history.record(conn, run_id, created, now, actor=as_actor(actor))
+    await history.record(conn, run_id, created, now, actor=actor)
 
 
 @dataclass(frozen=True)
@@ -327,7 +327,7 @@ async def create_run_started_here(
     now: dt.datetime,
     handover: lifecycle.Handover,
     *,
-    actor: history.Actor | str | None = None,
+    actor: history.Actor | None = None,
     rehearsal: bool = False,
 ) -> StartedHere:
     """A manual start created ``running``, leased and with its first step claimed (see
@@ -361,16 +361,10 @@ async def create_run_started_here(
     return StartedHere(run, steps)
 
 
-def as_actor(actor: history.Actor | str | None) -> history.Actor | None:
-    """Who acted, as the history keeps it. A bare string is a name with no id (the schedule, the
-    command line, a rehearsal, a script): nothing ever parses one for an id."""
-    return history.Actor(None, actor) if isinstance(actor, str) else actor
-
-
-def stored_name(actor: history.Actor | str | None) -> str | None:
+def stored_name(actor: history.Actor | None) -> str | None:
     """The name the runs table keeps in ``started_by``; the run's ``run.created`` line keeps
     the actor itself, id included, and is what front ends read."""
-    return actor.name[:100] if isinstance(actor, history.Actor) else actor
+    return actor.name[:100] if actor is not None else None
 
 
 def phase_step_specs(phase: defs.PhaseDefinition) -> list[steps_sql.StepSpec]:

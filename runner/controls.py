@@ -27,7 +27,6 @@ from runner.answers import (
     refused_run,
     refused_step,
 )
-from runner.catalog import as_actor
 from runner.clock import Clock, SystemClock
 from runner.db import retry_on_conflict
 from runner.errors import UnknownDefinition
@@ -109,12 +108,12 @@ class Controls:
         definition_key: str,
         *,
         scope: str | None = None,
-        actor: Actor | str | None = None,
+        actor: Actor | None = None,
         rehearsal: bool = False,
     ) -> ControlResult:
         """Start a published event now: one run for ``scope``, or one per scope when none is
         given. A scope already in flight is refused rather than started twice."""
-        now, who = self.clock.now(), as_actor(actor)
+        now, who = self.clock.now(), actor
         said: dict[str, Any] = {"definition_key": definition_key, "rehearsal": rehearsal}
         async with self.engine.begin() as conn, written_together(conn):
             try:
@@ -199,7 +198,7 @@ class Controls:
     # ── pause / resume / cancel ───────────────────────────────────────────
 
     @retry_on_conflict
-    async def pause(self, run_id: int, *, actor: Actor | str | None = None) -> ControlResult:
+    async def pause(self, run_id: int, *, actor: Actor | None = None) -> ControlResult:
         if not _names_a_row(run_id):
             return refused_run(Control.PAUSE, None, run_id)
         now = self.clock.now()
@@ -210,8 +209,8 @@ class Controls:
                 RunStatus.RUNNING,
                 RunStatus.PAUSED,
                 now,
-                actor=as_actor(actor),
-                last_error=f"paused by {_name(as_actor(actor))}",
+                actor=actor,
+                last_error=f"paused by {_name(actor)}",
                 control=Control.PAUSE.value,
             ):
                 return ControlResult(True, Control.PAUSE, Reason.PAUSED, run_id=run_id)
@@ -221,19 +220,19 @@ class Controls:
         return refused_run(Control.PAUSE, run, run_id)
 
     @retry_on_conflict
-    async def resume(self, run_id: int, *, actor: Actor | str | None = None) -> ControlResult:
+    async def resume(self, run_id: int, *, actor: Actor | None = None) -> ControlResult:
         """``paused -> running``. A run paused after a failed step carries on past it."""
         if not _names_a_row(run_id):
             return refused_run(Control.RESUME, None, run_id)
         now = self.clock.now()
         async with self.engine.begin() as conn:
-            if not await _resume(conn, run_id, now, as_actor(actor), Control.RESUME.value):
+            if not await _resume(conn, run_id, now, actor, Control.RESUME.value):
                 return refused_run(Control.RESUME, await runs_sql.get(conn, run_id), run_id)
         self._changed()
         return ControlResult(True, Control.RESUME, Reason.RESUMED, run_id=run_id)
 
     @retry_on_conflict
-    async def cancel(self, run_id: int, *, reason: str, actor: Actor | str | None = None) -> ControlResult:
+    async def cancel(self, run_id: int, *, reason: str, actor: Actor | None = None) -> ControlResult:
         """Cancel a run in flight: pending steps and parked cues are cancelled; a step being
         carried out is left to finish (nothing can recall a command already sent)."""
         if not _names_a_row(run_id):
@@ -253,8 +252,8 @@ class Controls:
                 run.status,
                 RunStatus.CANCELLED,
                 now,
-                actor=as_actor(actor),
-                last_error=f"cancelled by {_name(as_actor(actor))}: {reason}",
+                actor=actor,
+                last_error=f"cancelled by {_name(actor)}: {reason}",
                 cancel_open=True,
                 control="cancel",
                 reason=reason,
@@ -269,14 +268,14 @@ class Controls:
 
     # ── retry ─────────────────────────────────────────────────────────────
 
-    async def retry(self, run_id: int, *, actor: Actor | str | None = None) -> ControlResult:
+    async def retry(self, run_id: int, *, actor: Actor | None = None) -> ControlResult:
         """Requeue the failed step the run stopped at (attempts 0, due now) and set the run
         going again. Offered only when the furthest started step of the current phase failed:
         an earlier failure the phase already carried on past is not retried behind its back."""
         if not _names_a_row(run_id):
             return refused_run(Control.RETRY, None, run_id)
         try:
-            return await self._retry(run_id, as_actor(actor))
+            return await self._retry(run_id, actor)
         except _Raced:
             return ControlResult(False, Control.RETRY, Reason.RACED, run_id=run_id)
 
@@ -316,7 +315,7 @@ class Controls:
     # ── confirm / skip ────────────────────────────────────────────────────
 
     async def settle_cue(
-        self, step_id: int, verb: str, *, actor: Actor | str | None = None, message_id: str | None = None
+        self, step_id: int, verb: str, *, actor: Actor | None = None, message_id: str | None = None
     ) -> ControlResult:
         """What a cue's button does: confirm or skip, and only a GM cue that was posted (parked,
         or settled already, which is answered with how), and, given the pressed message's id,
@@ -333,7 +332,7 @@ class Controls:
         self,
         step_id: int,
         *,
-        actor: Actor | str | None = None,
+        actor: Actor | None = None,
         note: str | None = None,
         cue_only: bool = False,
         message_id: str | None = None,
@@ -351,16 +350,21 @@ class Controls:
             refused = not_this_cue(Control.CONFIRM, step, step_id, message_id) if cue_only else None
             if refused is not None:
                 return refused
-            if not await step_settles.confirm_parked(conn, step_id, now, actor=as_actor(actor), note=note):
+            if not await step_settles.confirm_parked(conn, step_id, now, actor=actor, note=note):
                 step = await steps_sql.get(conn, step_id)
                 run = await runs_sql.get(conn, run_id)
                 return refused_step(
-                    Control.CONFIRM, step, step_id, run, run_id=run_id, cues=(cue_ref(step, step_id, run_id),)
+                    Control.CONFIRM,
+                    step,
+                    step_id,
+                    run,
+                    run_id=run_id,
+                    cues=(cue_ref(step, step_id, run_id, run),),
                 )
-            await record(conn, run_id, StepConfirmed(note), now, step_id=step_id, actor=as_actor(actor))
+            await record(conn, run_id, StepConfirmed(note), now, step_id=step_id, actor=actor)
             await run_leases.nudge(conn, run_id, now)
             run = await runs_sql.get(conn, run_id)
-            ref = CueRef(step_id, run_id, StepStatus.DONE, step.result)
+            ref = CueRef(step_id, run_id, StepStatus.DONE, step.result, settled_by=actor)
         self._changed()
         return ControlResult(
             True,
@@ -377,7 +381,7 @@ class Controls:
         self,
         step_id: int,
         *,
-        actor: Actor | str | None = None,
+        actor: Actor | None = None,
         note: str | None = None,
         run_id: int | None = None,
         cue_only: bool = False,
@@ -400,10 +404,10 @@ class Controls:
                 return refused
             run = await runs_sql.get(conn, owner_run)
             if run is None or run.status not in RUN_IN_FLIGHT:
-                ref = CueRef(step_id, owner_run, step.status, step.result)
+                ref = cue_ref(step, step_id, owner_run, run)
                 return refused_run(Control.SKIP, run, owner_run, step_id=step_id, cues=(ref,))
             if not await step_settles.skip_by_human(
-                conn, step_id, now, actor=as_actor(actor), note=note, parked_only=cue_only
+                conn, step_id, now, actor=actor, note=note, parked_only=cue_only
             ):
                 step = await steps_sql.get(conn, step_id)
                 return refused_step(
@@ -412,11 +416,11 @@ class Controls:
                     step_id,
                     run,
                     run_id=owner_run,
-                    cues=(cue_ref(step, step_id, owner_run),),
+                    cues=(cue_ref(step, step_id, owner_run, run),),
                 )
-            await record(conn, owner_run, StepSkipped(note), now, step_id=step_id, actor=as_actor(actor))
+            await record(conn, owner_run, StepSkipped(note), now, step_id=step_id, actor=actor)
             await run_leases.nudge(conn, owner_run, now)
-            ref = CueRef(step_id, owner_run, StepStatus.SKIPPED, step.result)
+            ref = CueRef(step_id, owner_run, StepStatus.SKIPPED, step.result, settled_by=actor)
         self._changed()
         return ControlResult(
             True,

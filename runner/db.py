@@ -17,14 +17,13 @@ Backend differences live here and in ``insert_ignore``, not in the statements:
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import math
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
 import sqlalchemy as sa
+import tenacity
 from sqlalchemy import event
 from sqlalchemy.dialects import mysql, sqlite
 from sqlalchemy.engine import make_url
@@ -278,6 +277,31 @@ def is_conflict(exc: BaseException) -> bool:
     return "database is locked" in str(original or exc).lower()
 
 
+def _lost_conflict(exc: BaseException) -> bool:
+    return isinstance(exc, sa.exc.OperationalError) and is_conflict(exc)
+
+
+def _conflict_wait(state: tenacity.RetryCallState) -> float:
+    # tenacity counts attempts from 1; the one backoff counts retries from 0.
+    return backoff.delay(
+        state.attempt_number - 1,
+        first=CONFLICT_BACKOFF_FIRST,
+        cap=CONFLICT_BACKOFF_CAP,
+        jitter=CONFLICT_BACKOFF_JITTER,
+    )
+
+
+def _count_retry(state: tenacity.RetryCallState) -> None:
+    CONFLICTS.retried += 1
+
+
+def _give_up(state: tenacity.RetryCallState) -> Any:
+    CONFLICTS.gave_up += 1
+    assert state.outcome is not None
+    # Raises the last attempt's own conflict, not tenacity's RetryError.
+    return state.outcome.result()
+
+
 def retry_on_conflict(method: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
     """Run a method that holds exactly one transaction again when it loses a lock conflict.
 
@@ -286,31 +310,15 @@ def retry_on_conflict(method: Callable[P, Awaitable[T]]) -> Callable[P, Awaitabl
     COMMIT itself when another node's write to the same row was certified first, after every
     statement had already reported its rows: the rolled-back attempt's answer is thrown away with
     it, and only the attempt whose COMMIT returned speaks. Only methods whose every effect is
-    inside that one transaction may wear this."""
-
-    @functools.wraps(method)
-    async def again(*args: P.args, **kwargs: P.kwargs) -> T:
-        for attempt in range(CONFLICT_ATTEMPTS):
-            try:
-                return await method(*args, **kwargs)
-            except sa.exc.OperationalError as exc:
-                if not is_conflict(exc):
-                    raise
-                if attempt == CONFLICT_ATTEMPTS - 1:
-                    CONFLICTS.gave_up += 1
-                    raise
-                CONFLICTS.retried += 1
-                await asyncio.sleep(
-                    backoff.delay(
-                        attempt,
-                        first=CONFLICT_BACKOFF_FIRST,
-                        cap=CONFLICT_BACKOFF_CAP,
-                        jitter=CONFLICT_BACKOFF_JITTER,
-                    )
-                )
-        raise AssertionError("unreachable")
-
-    return again
+    inside that one transaction may wear this. Any other error is raised at once."""
+    retrying = tenacity.retry(
+        retry=tenacity.retry_if_exception(_lost_conflict),
+        stop=tenacity.stop_after_attempt(CONFLICT_ATTEMPTS),
+        wait=_conflict_wait,
+        before_sleep=_count_retry,
+        retry_error_callback=_give_up,
+    )
+    return retrying(method)
 
 
 _GALERA = "eventbot_galera"

@@ -45,7 +45,8 @@ class LoopState:
 class Ticking(Protocol):
     """What the loop drives: ``runner.engine.Runner``, or a stand-in a test scripts."""
 
-    clock: Clock
+    @property
+    def clock(self) -> Clock: ...
 
     async def tick(self) -> TickReport: ...
 

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.history import Actor
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "pictures"
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -265,7 +267,7 @@ async def _populate(env: simcord.Env, engine: AsyncEngine, event: tuple[EventDef
         config=config,
     )
     definition, source = event
-    await catalog.publish(engine, definition, w.now(), source=source, actor="pictures")
+    await catalog.publish(engine, definition, w.now(), source=source, actor=Actor(None, "pictures"))
     await w.start_bot()
     return w
 
@@ -426,7 +428,7 @@ async def shoot_signups(w: World, camera: Camera) -> None:
         starts += dt.timedelta(days=1)
     async with w.engine.begin() as conn:
         current = await catalog.current(conn, "raid-night", catalog.VersionCache())
-        await catalog.create_run(conn, current, "", starts, w.now(), actor="pictures")
+        await catalog.create_run(conn, current, "", starts, w.now(), actor=Actor(None, "pictures"))
     await w.advance(TICK + 1)
     announcements = w.channel("announcements")
     message = announcements.last_message

@@ -152,7 +152,8 @@ _WORDS: dict[Reason, Callable[[ControlResult, Namer], str]] = {
 def closed_cue_text(ended: RunEnding, name: Namer = plain_name) -> str:
     """Why a cue posted while its run ended has its buttons off: the status, then who and why as
     far as the history knows them (``cancelled by <who>: <reason>``, or a failure's error)."""
-    head = f"the run was {ended.status} while this was being posted"
+    status = ended.status or "gone"
+    head = f"the run was {status} while this was being posted"
     if ended.by is not None:
-        return f"{head} ({ended.status} by {name(ended.by)}" + (f": {ended.why})" if ended.why else ")")
+        return f"{head} ({status} by {name(ended.by)}" + (f": {ended.why})" if ended.why else ")")
     return f"{head} ({ended.why})" if ended.why else head

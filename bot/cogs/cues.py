@@ -33,7 +33,6 @@ from bot.protocols import Served, served
 from bot.rendering import control_answer, person
 from runner.controls import ControlResult
 from runner.states import STEP_OPEN, Control, StepStatus
-from runner.views import run_view
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +89,7 @@ async def click(bot: Served, interaction: discord.Interaction, step_id: int, ver
             )
         return
     await interaction.followup.send(control_answer(result), ephemeral=True)
-    now_shown = await current_text(bot, result)
+    now_shown = current_text(result)
     if now_shown is not None:
         await _show(interaction, step_id, now_shown)
 
@@ -108,16 +107,13 @@ async def _show(interaction: discord.Interaction, step_id: int, text: str) -> bo
     return True
 
 
-async def current_text(bot: Served, result: ControlResult) -> str | None:
+def current_text(result: ControlResult) -> str | None:
     """What a cue message should say now that its step is settled, or ``None`` if it is not."""
     ref = result.cues[0] if result.cues else None
-    if ref is None or ref.status in STEP_OPEN or result.run_id is None:
+    if ref is None or ref.status is None or ref.status in STEP_OPEN:
         return None
-    run = await run_view(bot.services.engine, result.run_id, bot.services.versions)
-    step = next((s for p in (run.phases if run else []) for s in p.steps if s.id == ref.step_id), None)
-    who = person(step.settled_by) if step and step.settled_by else None
-    reason = run.last_error if run is not None and ref.status == StepStatus.CANCELLED else None
-    return settled_text(ref.status, who, reason=reason)
+    who = person(ref.settled_by) if ref.settled_by else None
+    return settled_text(ref.status, who, reason=ref.why)
 
 
 async def setup(bot: commands.Bot) -> None:

@@ -126,55 +126,31 @@ class Runner:
         self._tick_lock = asyncio.Lock()
         self._housekept_at: dt.datetime | None = None
 
-    # The collaborators live in the context the stages share; these read and replace them there.
+    # The collaborators live in the context the stages share, given once to the constructor.
 
     @property
     def engine(self) -> AsyncEngine:
         return self.ctx.engine
 
-    @engine.setter
-    def engine(self, value: AsyncEngine) -> None:
-        self.ctx.engine = value
-
     @property
     def registry(self) -> ActionRegistry:
         return self.ctx.registry
-
-    @registry.setter
-    def registry(self, value: ActionRegistry) -> None:
-        self.ctx.registry = value
 
     @property
     def clock(self) -> Clock:
         return self.ctx.clock
 
-    @clock.setter
-    def clock(self, value: Clock) -> None:
-        self.ctx.clock = value
-
     @property
     def owner(self) -> str:
         return self.ctx.owner
-
-    @owner.setter
-    def owner(self, value: str) -> None:
-        self.ctx.owner = value
 
     @property
     def settings(self) -> RunnerSettings:
         return self.ctx.settings
 
-    @settings.setter
-    def settings(self, value: RunnerSettings) -> None:
-        self.ctx.settings = value
-
     @property
     def versions(self) -> catalog.VersionCache:
         return self.ctx.versions
-
-    @versions.setter
-    def versions(self, value: catalog.VersionCache) -> None:
-        self.ctx.versions = value
 
     async def tick(self) -> TickReport:
         """Advance everything that is due. Database errors in the housekeeping stages propagate

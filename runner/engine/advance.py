@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine
+from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -18,11 +20,12 @@ from runner.db import DATABASE_ERRORS, retry_on_conflict
 from runner.definitions import EventDefinition
 from runner.engine import phases, reminders, steps
 from runner.engine.context import EngineContext
-from runner.engine.core import Go, Lease, RunKey, StageResult, Stop, TickReport, Verdict, log
+from runner.engine.core import DriveOutcome, Go, Lease, RunKey, StageResult, Stop, TickReport, Verdict, log
 from runner.engine.reminders import skip_at_start
 from runner.history import RunBlocked, record
 from runner.lifecycle import Claim, move_run
 from runner.records import DueRun, RunRecord, StepRecord
+from runner.sql import reminders as reminders_sql
 from runner.sql import run_concurrency as concurrency_sql
 from runner.sql import run_leases
 from runner.sql import runs as runs_sql
@@ -53,15 +56,17 @@ class Advance:
         return report
 
     async def advance_one(self, ctx: EngineContext, run: DueRun, report: TickReport) -> bool:
-        """One due run: a visit to send its reminders, or a drive. False when another runner
-        has it (or the key it waits on is held)."""
-        if reminders.is_reminder_visit(run, ctx.clock.now()):
-            return await reminders.visit(ctx, run, report)
-        taken = await _take(ctx, run)
+        """One due run: a visit to send its reminders, or a drive, each under the run's lease.
+        False when another runner has it (or the key it waits on is held)."""
+        visit = reminders.is_reminder_visit(run, ctx.clock.now())
+        taken = await _take(ctx, run, visit=visit)
         if taken is None:
             return False
         lease, record = taken
-        await drive_and_release(ctx, lease, report, run=record)
+        if visit:
+            await drive_and_release(ctx, lease, reminders.visit(ctx, lease, record, report))
+        else:
+            await drive_and_release(ctx, lease, drive(ctx, lease, report, run=record))
         return True
 
 
@@ -86,32 +91,29 @@ async def guarded(ctx: EngineContext, run_id: int, report: TickReport, advancing
 
 
 async def drive_and_release(
-    ctx: EngineContext,
-    lease: Lease,
-    report: TickReport,
-    *,
-    run: RunRecord | None = None,
-    open_steps: list[StepRecord] | None = None,
-    claimed: bool = False,
+    ctx: EngineContext, lease: Lease, driving: Coroutine[Any, Any, DriveOutcome]
 ) -> None:
-    wake: dt.datetime | None = None
+    """Await the drive (or reminder visit) of a leased run, then do what it decided: hold the
+    lease for a wait due soon, or give it back with the run's wake (unless the run ended, which
+    let it go already)."""
+    outcome = DriveOutcome()
     held = False
     try:
-        wake = await _drive(ctx, lease, report, run=run, open_steps=open_steps, claimed=claimed)
-        held = not lease.ended and await ctx.hold.hold(ctx, lease, wake)
+        outcome = await driving
+        held = not outcome.ended and await ctx.hold.hold(ctx, lease, outcome)
     except asyncio.CancelledError:
         # Shutting down: whoever runs next takes the run over at once.
-        wake = ctx.clock.now()
+        outcome = DriveOutcome(ctx.clock.now())
         raise
     except BaseException:
         # Look again after the backoff rather than leave the run dormant with no wake time.
-        wake = ctx.clock.now() + dt.timedelta(seconds=ctx.settings.retry_seconds)
+        outcome = DriveOutcome(ctx.clock.now() + dt.timedelta(seconds=ctx.settings.retry_seconds))
         raise
     finally:
-        if not lease.ended and not held:
-            await release(ctx, lease, wake)
+        if not outcome.ended and not held:
+            await release(ctx, lease, outcome.wake)
         if not held:
-            ctx.hold.drive_ended(lease)
+            ctx.hold.drive_ended(lease.run_id, ended=outcome.ended)
 
 
 @retry_on_conflict
@@ -123,14 +125,18 @@ async def release(ctx: EngineContext, lease: Lease, wake: dt.datetime | None) ->
 
 
 @retry_on_conflict
-async def _take(ctx: EngineContext, due: DueRun) -> tuple[Lease, RunRecord] | None:
-    """Take the run's lease: ``scheduled -> starting`` (with the concurrency key) or a free
-    lease on a run in flight. ``None`` when someone else has it or the key is held."""
+async def _take(ctx: EngineContext, due: DueRun, *, visit: bool) -> tuple[Lease, RunRecord] | None:
+    """Take the run's lease: on a run still ``scheduled`` for a reminder visit, ``scheduled ->
+    starting`` (with the concurrency key), or a free lease on a run in flight. ``None`` when
+    someone else has it, the key is held, or a visited run started or ended meanwhile."""
     run_id = due.id
     now = ctx.clock.now()
     until = now + dt.timedelta(seconds=ctx.settings.run_lease_seconds)
     async with ctx.engine.begin() as conn:
-        if due.status is RunStatus.SCHEDULED:
+        if visit:
+            if not await reminders_sql.claim_visit(conn, run_id, ctx.owner, until, now):
+                return None
+        elif due.status is RunStatus.SCHEDULED:
             if not await _start(ctx, conn, due, Claim(ctx.owner, until), now):
                 return None
         elif not await run_leases.claim_tick(conn, run_id, ctx.owner, until, now):
@@ -173,7 +179,7 @@ async def _blocked(
         await record(conn, due.id, RunBlocked(key, holder_id), now)
 
 
-async def _drive(
+async def drive(
     ctx: EngineContext,
     lease: Lease,
     report: TickReport,
@@ -181,84 +187,49 @@ async def _drive(
     run: RunRecord | None = None,
     open_steps: list[StepRecord] | None = None,
     claimed: bool = False,
-) -> dt.datetime | None:
-    """Move one leased run as far as it goes; answer when it next needs a tick.
+) -> DriveOutcome:
+    """Move one leased run as far as it goes; answer when it next needs a tick, and whether it
+    ended.
 
     ``run`` and ``open_steps`` are what the caller already knows (read under this lease, or
     written by it); they are read again only when a guard was refused or a hold moved a due
     date. ``claimed``: the first open step is already claimed by this lease."""
     run_id = lease.run_id
-    dispatched = 0
+    walk = _Walk(claimed=claimed)
     definition: EventDefinition | None = None
     while True:
         now = ctx.clock.now()
-        lease.known = None
         if run is None or definition is None:
             async with ctx.engine.connect() as conn:
                 if run is None:
                     run = await runs_sql.get(conn, run_id)
                     if run is None:
-                        return None
+                        return DriveOutcome()
                 definition = await ctx.versions.get(conn, run.version_id)
         if run.status is RunStatus.STARTING:
             if not await phases.enter_first_phase(ctx, run, definition, now):
-                return None
+                return DriveOutcome()
             run = dataclasses.replace(
                 run, status=RunStatus.RUNNING, current_phase=definition.phases[0].key, health=Health.OK
             )
             continue
         if run.status is RunStatus.ENDING:
             await phases.complete(ctx, run, now)
-            lease.ended = True
-            return None
+            return DriveOutcome(ended=True)
         if run.status is not RunStatus.RUNNING:
-            return None
+            return DriveOutcome()
         phase = run.current_phase or definition.phases[0].key
         if open_steps is None:
             async with ctx.engine.connect() as conn:
                 open_steps = await steps_sql.open_steps(conn, run_id, phase)
-        verdict: Verdict
         if not open_steps:
             verdict = await phases.end_phase(ctx, run, definition, phase, now)
         else:
-            verdict = Go.NEXT
-            for index, step in enumerate(open_steps):
-                now = ctx.clock.now()
-                if claimed:
-                    pass
-                elif step.status is StepStatus.RUNNING:
-                    # Parked (NULL lease): only a human moves it. Leased: its runner is
-                    # dispatching it, or died and the reclaim will hand it back.
-                    verdict = Stop(step.claim_expires_at)
-                    break
-                elif step.due_at is not None and step.due_at > now:
-                    verdict = Stop(step.due_at)
-                    lease.known = (run, open_steps)
-                    break
-                elif dispatched >= ctx.settings.steps_per_tick:
-                    verdict = Stop(now)
-                    break
-                following = open_steps[index + 1] if index + 1 < len(open_steps) else None
-                verdict = await steps.run_step(
-                    ctx,
-                    lease,
-                    run,
-                    definition,
-                    step,
-                    report,
-                    claimed=claimed,
-                    following=following,
-                    may_claim_next=dispatched + 1 < ctx.settings.steps_per_tick,
-                )
-                dispatched += 1
-                claimed = verdict is Go.NEXT_CLAIMED
-                if verdict is not Go.NEXT and not claimed:
-                    break
+            verdict = await walk.steps(ctx, lease, run, definition, open_steps, report)
         if isinstance(verdict, Stop):
-            return verdict.wake
+            return DriveOutcome(verdict.wake, known=walk.known)
         if verdict is Go.ENDED:
-            lease.ended = True
-            return None
+            return DriveOutcome(ended=True)
         if verdict is Go.CROSSED:
             following_phase = definition.next_phase(phase)
             assert following_phase is not None
@@ -268,4 +239,57 @@ async def _drive(
             open_steps = None
             continue
         # Go.REREAD, or Go.NEXT after the last open step: read the run again.
-        run, open_steps, claimed = None, None, False
+        run, open_steps, walk.claimed = None, None, False
+
+
+@dataclass
+class _Walk:
+    """One drive's walk through the open steps of the phase it is in, across as many phases as
+    it crosses: how many steps it dispatched (bounded per tick), whether the next one is already
+    claimed, and what it knew when it stopped at a step not yet due."""
+
+    claimed: bool = False
+    dispatched: int = 0
+    known: tuple[RunRecord, list[StepRecord]] | None = None
+
+    async def steps(
+        self,
+        ctx: EngineContext,
+        lease: Lease,
+        run: RunRecord,
+        definition: EventDefinition,
+        open_steps: list[StepRecord],
+        report: TickReport,
+    ) -> Verdict:
+        self.known = None
+        verdict: Verdict = Go.NEXT
+        for index, step in enumerate(open_steps):
+            now = ctx.clock.now()
+            if self.claimed:
+                pass
+            elif step.status is StepStatus.RUNNING:
+                # Parked (NULL lease): only a human moves it. Leased: its runner is dispatching
+                # it, or died and the reclaim will hand it back.
+                return Stop(step.claim_expires_at)
+            elif step.due_at is not None and step.due_at > now:
+                self.known = (run, open_steps)
+                return Stop(step.due_at)
+            elif self.dispatched >= ctx.settings.steps_per_tick:
+                return Stop(now)
+            following = open_steps[index + 1] if index + 1 < len(open_steps) else None
+            verdict = await steps.run_step(
+                ctx,
+                lease,
+                run,
+                definition,
+                step,
+                report,
+                claimed=self.claimed,
+                following=following,
+                may_claim_next=self.dispatched + 1 < ctx.settings.steps_per_tick,
+            )
+            self.dispatched += 1
+            self.claimed = verdict is Go.NEXT_CLAIMED
+            if verdict is not Go.NEXT and not self.claimed:
+                return verdict
+        return verdict

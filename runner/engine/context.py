@@ -8,7 +8,6 @@ are held in process) lives on that stage's object, not here.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -17,28 +16,28 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from runner import catalog
 from runner.bus import LocalEventBus
 from runner.clock import Clock
-from runner.engine.core import CloseParked, ErrorMemo, Lease, RunnerSettings
+from runner.engine.core import CloseParked, DriveOutcome, ErrorMemo, Lease, RunnerSettings
 from runner.registry import ActionRegistry
 
 
 class HoldPolicy(Protocol):
     """What a drive does with a run whose next step falls due soon."""
 
-    async def hold(self, ctx: EngineContext, lease: Lease, wake: dt.datetime | None) -> bool:
-        """Keep the lease and resume the run at ``wake``; False: give the lease back with the
-        wake for a tick to find."""
+    async def hold(self, ctx: EngineContext, lease: Lease, outcome: DriveOutcome) -> bool:
+        """Keep the lease and resume the run at ``outcome.wake``; False: give the lease back with
+        the wake for a tick to find."""
 
-    def drive_ended(self, lease: Lease) -> None:
-        """A drive of the run gave its lease back or ended the run."""
+    def drive_ended(self, run_id: int, *, ended: bool) -> None:
+        """A drive of the run gave its lease back, or (``ended``) ended the run."""
 
 
 class NeverHold:
     """A runner ticked by hand: every wait goes back to the database for a tick to find."""
 
-    async def hold(self, ctx: EngineContext, lease: Lease, wake: dt.datetime | None) -> bool:
+    async def hold(self, ctx: EngineContext, lease: Lease, outcome: DriveOutcome) -> bool:
         return False
 
-    def drive_ended(self, lease: Lease) -> None:
+    def drive_ended(self, run_id: int, *, ended: bool) -> None:
         pass
 
 

@@ -175,14 +175,22 @@ class Lease:
     run_id: int
     until: dt.datetime
     nudges_seen: int
-    # The run ended under this lease: the terminal move already let the lease go.
-    ended: bool = False
-    # What the drive knew when it stopped at a step not yet due (the run, its open steps):
-    # a drive that resumes at that moment under the same lease starts from it.
-    known: tuple[RunRecord, list[StepRecord]] | None = None
     # The lease each step claim of this drive wrote, by step id: read (``claims.still_leased``) only
     # once the claim's COMMIT returned, to check the lease still covers the action's budget.
     claimed: dict[int, dt.datetime] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DriveOutcome:
+    """What a drive of a leased run decided, for whoever gives the lease back or holds it."""
+
+    # When the run next needs a tick (never, if None: parked, paused or ended).
+    wake: dt.datetime | None = None
+    # The run ended under the lease: the terminal move already let the lease go.
+    ended: bool = False
+    # What the drive knew when it stopped at a step not yet due (the run, its open steps): a
+    # drive that resumes at that moment under the same lease starts from it.
+    known: tuple[RunRecord, list[StepRecord]] | None = None
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from runner.bus import Closing, DriveFinished, Event, LocalEventBus, TickStarted
 from runner.db import retry_on_conflict
 from runner.engine import advance
 from runner.engine.context import EngineContext
-from runner.engine.core import Lease, TickReport, log
+from runner.engine.core import DriveOutcome, Lease, TickReport, log
 from runner.lifecycle import Handover
 from runner.records import RunRecord, StepRecord
 from runner.sql import run_leases
@@ -80,10 +80,10 @@ class InProcess:
 
     async def _drive_here(self, ctx: EngineContext, lease: Lease, started: catalog.StartedHere) -> None:
         async def drive() -> bool:
-            report = TickReport()
-            await advance.drive_and_release(
-                ctx, lease, report, run=started.run, open_steps=started.steps, claimed=True
+            driving = advance.drive(
+                ctx, lease, TickReport(), run=started.run, open_steps=started.steps, claimed=True
             )
+            await advance.drive_and_release(ctx, lease, driving)
             return True
 
         async with ctx.gate:
@@ -96,9 +96,10 @@ class InProcess:
         self._detached.add(task)
         task.add_done_callback(self._detached.discard)
 
-    async def hold(self, ctx: EngineContext, lease: Lease, wake: dt.datetime | None) -> bool:
+    async def hold(self, ctx: EngineContext, lease: Lease, outcome: DriveOutcome) -> bool:
         seconds = ctx.settings.hold_in_process_seconds
-        if seconds <= 0 or self._closing or wake is None or lease.known is None:
+        wake, known = outcome.wake, outcome.known
+        if seconds <= 0 or self._closing or wake is None or known is None:
             return False
         now = ctx.clock.now()
         if not now < wake <= now + dt.timedelta(seconds=seconds):
@@ -109,7 +110,7 @@ class InProcess:
             if not await _renew(ctx, lease.run_id, until):
                 return False
             lease.until = until
-        self._spawn(lease.run_id, self._resume_at(ctx, lease, wake, lease.known))
+        self._spawn(lease.run_id, self._resume_at(ctx, lease, wake, known))
         return True
 
     async def _resume_at(
@@ -120,17 +121,18 @@ class InProcess:
         except asyncio.CancelledError:
             # Shutting down mid-wait: give the run back with its wake, for whoever runs next.
             await asyncio.shield(advance.release(ctx, lease, wake))
-            self.drive_ended(lease)
+            self.drive_ended(lease.run_id, ended=False)
             raise
         if self._closing:
             # Closing: a held run is given back with its wake at once, not slept through.
             await advance.release(ctx, lease, wake)
-            self.drive_ended(lease)
+            self.drive_ended(lease.run_id, ended=False)
             return
         run, open_steps = (None, None) if woken_early else known
 
         async def drive() -> bool:
-            await advance.drive_and_release(ctx, lease, TickReport(), run=run, open_steps=open_steps)
+            driving = advance.drive(ctx, lease, TickReport(), run=run, open_steps=open_steps)
+            await advance.drive_and_release(ctx, lease, driving)
             return True
 
         async with ctx.gate:
@@ -156,10 +158,10 @@ class InProcess:
         self._wake_held.set()
         self._wake_held = asyncio.Event()
 
-    def drive_ended(self, lease: Lease) -> None:
-        watch = self._drives.pop(lease.run_id, None)
+    def drive_ended(self, run_id: int, *, ended: bool) -> None:
+        watch = self._drives.pop(run_id, None)
         if watch is not None:
-            watch.ended = RunStatus.COMPLETED if lease.ended else None
+            watch.ended = RunStatus.COMPLETED if ended else None
             watch.done.set()
 
     async def until_ended(self, ctx: EngineContext, run_id: int, *, poll_seconds: float = 1.0) -> RunStatus:

@@ -15,6 +15,7 @@ from runner.definitions import EventDefinition, ManualSchedule
 from runner.engine.context import EngineContext
 from runner.engine.core import DefinitionKey, StageResult, log
 from runner.errors import UnreadableDefinition
+from runner.history import Actor
 from runner.lifecycle import move_run
 from runner.schedule import MAX_OCCURRENCES_PER_PASS, occurrences
 from runner.sql import definitions as definitions_sql
@@ -23,6 +24,8 @@ from runner.sql import runs as runs_sql
 from runner.states import RunStatus
 
 _TICK = dt.timedelta(microseconds=1)
+# Who creates the runs of a recurring definition: no person.
+SCHEDULE = Actor(None, "schedule")
 
 
 class Materialise:
@@ -108,7 +111,7 @@ class Materialise:
                 for moment in self._moments(in_force.definition, lower, upper):
                     missing = [scope for scope in scopes if (moment, scope) not in taken]
                     for scope in missing:
-                        if await catalog.create_run(conn, in_force, scope, moment, now, actor="schedule"):
+                        if await catalog.create_run(conn, in_force, scope, moment, now, actor=SCHEDULE):
                             created += 1
                     # Only occurrences this pass really created count towards its budget: after a
                     # publish, walking the ones the old version already created costs nothing.

@@ -2,15 +2,16 @@
 
 A reminder is a step of its run (phase ``REMINDERS_PHASE``), created with the run, and the run's
 ``wake_at`` is its earliest pending reminder or its start, so the tick's one due query finds it:
-a scheduled run due before its start is a *reminder visit*, not a start. The visit leases the
-run (still ``scheduled``), and for each reminder due: one whose moment passed longer than the
+a scheduled run due before its start is a *reminder visit*, not a start. The visit holds the
+run's lease (taken while the run is still ``scheduled`` and given back by ``advance``, as for a
+drive), and for each reminder due: one whose moment passed longer than the
 definition's grace ago is skipped and logged, never sent late; any other is claimed (the claim
 commits before the action runs, and only while the run is still ``scheduled``), performed like
 a step, with its own idempotency key as the nonce, and settled. A failed reminder is logged and
 nothing more: it never pauses, fails or delays its run. The claim, the perform and the reading
 of the answer are the step code's (``steps``); only what a settle logs and does to the run is a
-reminder's own. The lease goes back with the wake of the
-next reminder or the start, unless a control nudged the run meanwhile.
+reminder's own. The visit answers the wake of the next reminder or the start, which the lease
+goes back with unless a control nudged the run meanwhile.
 
 The start skips what is still pending, in its own transaction (``skip_at_start``): a reminder
 saying "starts in 15 minutes" must never come after the start.
@@ -26,13 +27,13 @@ from runner.db import retry_on_conflict
 from runner.definitions import EventDefinition
 from runner.engine import steps
 from runner.engine.context import EngineContext
-from runner.engine.core import Lease, TickReport, log
+from runner.engine.core import DriveOutcome, Lease, TickReport, log
 from runner.history import ReminderFailed, ReminderSent, ReminderSkip, ReminderSkipped, StepRetry, record
 from runner.records import DueRun, RunRecord, StepRecord
 from runner.reminder_rules import lead_of, moment_of
 from runner.sql import reminders as reminders_sql
-from runner.sql import run_leases, step_leases
 from runner.sql import runs as runs_sql
+from runner.sql import step_leases
 from runner.states import ActionOutcome, RunStatus, StepStatus
 
 STARTED_NOTE = "the event has started"
@@ -50,54 +51,24 @@ def is_reminder_visit(due: DueRun, now: dt.datetime) -> bool:
     return due.status is RunStatus.SCHEDULED and due.scheduled_for is not None and due.scheduled_for > now
 
 
-async def visit(ctx: EngineContext, due: DueRun, report: TickReport) -> bool:
-    """Send what is due of a scheduled run's reminders; False when another runner has it, or
-    it started or ended before we could lease it."""
-    until = ctx.clock.now() + dt.timedelta(seconds=ctx.settings.run_lease_seconds)
-    nudges = await _lease_visit(ctx, due.id, until)
-    if nudges is None:
-        return False
-    lease = Lease(due.id, until, nudges)
-    wake: dt.datetime | None = None
-    try:
-        wake = await _send_due(ctx, lease, report)
-    except BaseException:
-        # Look again after the backoff rather than leave the run dormant with no wake time.
-        wake = ctx.clock.now() + dt.timedelta(seconds=ctx.settings.retry_seconds)
-        raise
-    finally:
-        await _release_visit(ctx, lease, wake)
-    return True
-
-
-@retry_on_conflict
-async def _lease_visit(ctx: EngineContext, run_id: int, until: dt.datetime) -> int | None:
-    async with ctx.engine.begin() as conn:
-        return await reminders_sql.claim_visit(conn, run_id, ctx.owner, until, ctx.clock.now())
-
-
-@retry_on_conflict
-async def _release_visit(ctx: EngineContext, lease: Lease, wake: dt.datetime | None) -> None:
-    async with ctx.engine.begin() as conn:
-        if wake is None:
-            run = await runs_sql.get(conn, lease.run_id)
-            following = await reminders_sql.next_pending_due(conn, lease.run_id)
-            if run is not None:
-                wake = run.scheduled_for if following is None else min(following, run.scheduled_for)
-        # ``release_claim`` keeps a wake a control wrote meanwhile (``nudges``) and clears it
-        # on a run a cancel or a miss ended.
-        await run_leases.release_claim(
-            conn, lease.run_id, ctx.owner, wake_at=wake, nudges_seen=lease.nudges_seen
-        )
-
-
-async def _send_due(ctx: EngineContext, lease: Lease, report: TickReport) -> dt.datetime | None:
-    """Every reminder of the leased run that is due now, in order of their moments. ``None``:
-    work the wake out from what is left."""
+async def visit(ctx: EngineContext, lease: Lease, run: RunRecord, report: TickReport) -> DriveOutcome:
+    """Send what is due of a scheduled run's reminders, under the run's lease (``advance``
+    takes it and gives it back); answer the wake of the next reminder or the start."""
+    await _send_due(ctx, lease, run, report)
     async with ctx.engine.connect() as conn:
-        run = await runs_sql.get(conn, lease.run_id)
-        if run is None or run.status is not RunStatus.SCHEDULED:
-            return None
+        now_run = await runs_sql.get(conn, lease.run_id)
+        following = await reminders_sql.next_pending_due(conn, lease.run_id)
+    if now_run is None:
+        return DriveOutcome()
+    starts = now_run.scheduled_for
+    return DriveOutcome(starts if following is None else min(following, starts))
+
+
+async def _send_due(ctx: EngineContext, lease: Lease, run: RunRecord, report: TickReport) -> None:
+    """Every reminder of the leased run that is due now, in order of their moments."""
+    if run.status is not RunStatus.SCHEDULED:
+        return
+    async with ctx.engine.connect() as conn:
         definition = await ctx.versions.get(conn, run.version_id)
         pending = await reminders_sql.pending(conn, run.id)
     for step in pending:
@@ -112,7 +83,6 @@ async def _send_due(ctx: EngineContext, lease: Lease, report: TickReport) -> dt.
             continue
         if not await _send_one(ctx, lease, run, definition, step, report, late):
             break
-    return None
 
 
 @retry_on_conflict

@@ -30,6 +30,7 @@ from runner.engine.core import StageResult, log
 from runner.history import Entry, Kind, ending_from
 from runner.sql import retention as retention_sql
 from runner.sql.retention import Summary
+from runner.states import RunStatus
 
 # Runs summarised, and runs whose rows are deleted, per pass: with a pass every housekeeping
 # interval (5 s), 240 runs a minute, far more than any schedule makes (a cron runs at most every
@@ -159,7 +160,7 @@ async def _summaries(conn: AsyncConnection, ended: Sequence[retention_sql.Row]) 
     for run in ended:
         run_id = int(run["id"])
         starter = created[run_id].actor if run_id in created else None
-        ending = ending_from(last_status.get(run_id), str(run["status"]), run["last_error"])
+        ending = ending_from(last_status.get(run_id), RunStatus(run["status"]), run["last_error"])
         phase_steps, reminders = counts.get(run_id, ({}, {}))
         summaries.append(
             Summary(

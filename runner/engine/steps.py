@@ -341,7 +341,7 @@ async def _settle_refused(
         # Not ours any more: as before, a lost park stops this run's turn, the rest look again.
         return Stop() if outcome.outcome is ActionOutcome.PARKED else Go.REREAD
     current = await runs_sql.get(conn, run_id)
-    status = current.status.value if current is not None else "gone"
+    status = current.status if current is not None else None
     cancelled = StepCancelled(action=step.action_id, outcome=outcome.outcome, run_status=status)
     await record(conn, run_id, cancelled, now, step_id=step.id)
     if outcome.outcome is not ActionOutcome.PARKED:

@@ -245,7 +245,7 @@ class StepCancelled(Event):
     reason: str | None = None
     action: str | None = None
     outcome: str | None = None
-    run_status: str | None = None
+    run_status: RunStatus | None = None
 
 
 @dataclass(frozen=True)

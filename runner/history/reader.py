@@ -13,6 +13,7 @@ from runner.history.events import Event, RunStatusChanged, parse_event
 from runner.kinds import Actor, Kind
 from runner.sql import retention as retention_sql
 from runner.sql import run_log as run_log_sql
+from runner.states import RunStatus
 
 
 def _actor_of(row: Mapping[Any, Any]) -> Actor | None:
@@ -69,12 +70,15 @@ class RunEnding:
     when a person did, and why (a cancel's reason, a failure's error). Front ends name the
     person their own way (a mention in Discord), which is why this is data and not a sentence."""
 
-    status: str
+    # ``None``: the run was gone (deleted) by the time it was looked at.
+    status: RunStatus | None
     by: Actor | None = None
     why: str | None = None
 
 
-async def how_run_ended(conn: AsyncConnection, run_id: int, status: str, last_error: str | None) -> RunEnding:
+async def how_run_ended(
+    conn: AsyncConnection, run_id: int, status: RunStatus, last_error: str | None
+) -> RunEnding:
     """The run's last ``run.status`` line says who moved it and why; a run whose history lacks
     that line (or predates the fields) still has its ``last_error``. A run whose history
     retention pruned answers from the summary taken from that line before it went."""
@@ -86,7 +90,7 @@ async def how_run_ended(conn: AsyncConnection, run_id: int, status: str, last_er
     return ending_from(Entry.from_row(row) if row is not None else None, status, last_error)
 
 
-def ending_from(entry: Entry | None, status: str, last_error: str | None) -> RunEnding:
+def ending_from(entry: Entry | None, status: RunStatus, last_error: str | None) -> RunEnding:
     """How the run ended, from its last ``run.status`` line (``entry``), if that line is the one
     that moved it to ``status``."""
     if entry is None or not isinstance(entry.event, RunStatusChanged) or entry.event.to != status:

@@ -85,9 +85,9 @@ async def next_pending_due(conn: AsyncConnection, run_id: int) -> dt.datetime | 
 
 async def claim_visit(
     conn: AsyncConnection, run_id: int, owner: str, lease_until: dt.datetime, now: dt.datetime
-) -> int | None:
-    """Lease a run that is still ``scheduled`` for a reminder visit; its ``nudges`` as the lease
-    found them (for ``run_leases.release_claim``), or ``None`` when it started, ended or is held."""
+) -> bool:
+    """Take the run lease of a run that is still ``scheduled``, for a reminder visit; False when
+    it started, ended or is held."""
     result = await conn.execute(
         sa.update(runs)
         .where(
@@ -97,10 +97,7 @@ async def claim_visit(
         )
         .values(claimed_by=owner, claim_expires_at=lease_until)
     )
-    if result.rowcount != 1:
-        return None
-    nudges = (await conn.execute(sa.select(runs.c.nudges).where(runs.c.id == run_id))).scalar()
-    return int(nudges or 0)
+    return result.rowcount == 1
 
 
 async def skip(conn: AsyncConnection, step_ids: Sequence[int], note: str, now: dt.datetime) -> list[int]:

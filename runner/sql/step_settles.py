@@ -17,7 +17,7 @@ from runner.states import StepStatus
 
 
 async def confirm_parked(
-    conn: AsyncConnection, step_id: int, now: dt.datetime, *, actor: Actor | str | None, note: str | None
+    conn: AsyncConnection, step_id: int, now: dt.datetime, *, actor: Actor | None, note: str | None
 ) -> bool:
     """A human confirms a parked cue. A leased step is somebody's dispatch in progress and is
     refused; a second confirm matches nothing and is told 0."""
@@ -29,7 +29,7 @@ async def skip_by_human(
     step_id: int,
     now: dt.datetime,
     *,
-    actor: Actor | str | None,
+    actor: Actor | None,
     note: str | None,
     parked_only: bool = False,
 ) -> bool:
@@ -46,12 +46,9 @@ async def _settle_by_human(
     guard: sa.ColumnElement[bool],
     status: StepStatus,
     now: dt.datetime,
-    actor: Actor | str | None,
+    actor: Actor | None,
     note: str | None,
 ) -> bool:
-    if isinstance(actor, str):
-        # A caller that still hands over a bare name (the command line's "cli" and the like).
-        actor = Actor(None, actor)
     outcome = await conn.execute(
         sa.update(steps)
         .where(steps.c.id == step_id, guard, guards.run_not_ended)

@@ -256,7 +256,8 @@ def _started_by(entries: Sequence[history.Entry], stored: str | None) -> Actor |
     created = next((e for e in entries if isinstance(e.event, history.RunCreated)), None)
     if created is not None and created.actor is not None:
         return created.actor
-    return catalog.as_actor(stored)
+    # A name with no id (the schedule, the command line, a rehearsal, a script).
+    return None if stored is None else Actor(None, stored)
 
 
 def _layout_of_rows(

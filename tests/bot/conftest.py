@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from actions import validation_registry
 from bot.app import EventBot, create_bot, sync_tree
 from runner import catalog, definitions
+from runner.history import Actor
 from runner.views import list_runs, run_view
 from tests.support.definitions import announce, cue, event, phase, wait
 from wiring.config import Config
@@ -110,7 +111,7 @@ class Sim:
 
     async def publish(self, spec: dict[str, Any]) -> catalog.Published:
         definition = definitions.validate(spec, validation_registry())
-        return await catalog.publish(self.engine, definition, self.now(), actor="test")
+        return await catalog.publish(self.engine, definition, self.now(), actor=Actor(None, "test"))
 
     async def start_bot(self, config: Config | None = None, **options: Any) -> EventBot:
         """(Re)start the bot process: a new ``create_bot``; only the database and the simulated

@@ -95,7 +95,7 @@ async def test_a_press_on_a_cue_of_a_cancelled_run_says_so(sim: Sim) -> None:
     """Cancelled where the message could not be edited (from the CLI): a GM's press is told the
     run was cancelled and the message is closed with the reason."""
     await sim.mod.slash(sim.staff, "event start", definition="raid")
-    assert (await Controls(sim.engine).cancel(1, reason="storm", actor="cli")).ok
+    assert (await Controls(sim.engine).cancel(1, reason="storm", actor=Actor(None, "cli"))).ok
 
     pressed = await sim.gm.click(sim.gm_cues.last_message, label="Confirm")
     assert pressed.followups[0].ephemeral

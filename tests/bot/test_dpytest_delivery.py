@@ -27,6 +27,7 @@ from bot.rendering import REHEARSAL_MARK
 from runner import catalog
 from runner.clock import ManualClock
 from runner.definitions import EventDefinition
+from runner.history import Actor
 from tests.support.definitions import announce, event, phase
 from wiring.config import Config
 from wiring.services import Services, assemble
@@ -93,7 +94,9 @@ class Flow:
         await self.staff_log.prime()
 
     async def run(self, *, rehearsal: bool = False) -> None:
-        started = await self.services.controls.start("raid", actor="Mod (42)", rehearsal=rehearsal)
+        started = await self.services.controls.start(
+            "raid", actor=Actor(None, "Mod (42)"), rehearsal=rehearsal
+        )
         assert started.ok, started
         await self.services.runner.tick()
         await self.staff_log.post_new()

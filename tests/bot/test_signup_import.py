@@ -16,6 +16,7 @@ from simcord.http import router
 
 from bot.loops import signup_import
 from runner import catalog, signups
+from runner.history import Actor
 from runner.states import SignupImport, SignupStatus
 from tests.bot.conftest import Sim
 from tests.support.definitions import event, phase, wait
@@ -76,7 +77,7 @@ async def book(sim: Sim, spec: dict[str, Any], *, starts_in: dt.timedelta = STAR
         async with sim.engine.begin() as conn:
             current = await catalog.current(conn, "raid-night", catalog.VersionCache())
             run_id = await catalog.create_run(
-                conn, current, "", sim.now() + starts_in, sim.now(), actor="test"
+                conn, current, "", sim.now() + starts_in, sim.now(), actor=Actor(None, "test")
             )
     assert run_id is not None
     await sim.env.advance_time(6)

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from bot.loops.signup_messages import SignupMessages
 from runner import catalog, signups
+from runner.history import Actor
 from runner.schema import signup_messages
 from tests.bot.conftest import Sim, buttons
 from tests.support.definitions import announce, cue, event, phase, step, wait
@@ -48,7 +49,7 @@ async def book(sim: Sim, key: str, in_seconds: float = 60) -> int:
     async with sim.engine.begin() as conn:
         current = await catalog.current(conn, key, catalog.VersionCache())
         starts = sim.now() + dt.timedelta(seconds=in_seconds)
-        run_id = await catalog.create_run(conn, current, "", starts, sim.now(), actor="test")
+        run_id = await catalog.create_run(conn, current, "", starts, sim.now(), actor=Actor(None, "test"))
     assert run_id is not None
     return run_id
 

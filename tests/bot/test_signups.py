@@ -15,6 +15,7 @@ import simcord
 
 from bot.loops.live_runs import EDIT_GAP
 from runner import catalog, signups
+from runner.history import Actor
 from tests.bot.conftest import Sim, buttons
 from tests.bot.test_live_messages import field, live_edits, text_of, the_live_message
 from tests.support.definitions import event, phase, wait
@@ -38,7 +39,7 @@ async def book(sim: Sim, spec: dict[str, Any] | None = None, *, starts_in: dt.ti
         async with sim.engine.begin() as conn:
             current = await catalog.current(conn, "raid-night", catalog.VersionCache())
             run_id = await catalog.create_run(
-                conn, current, "", sim.now() + starts_in, sim.now(), actor="test"
+                conn, current, "", sim.now() + starts_in, sim.now(), actor=Actor(None, "test")
             )
     assert run_id is not None
     await sim.env.advance_time(6)

@@ -15,6 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from runner import catalog, signups
+from runner.history import Actor
 from runner.schema import attendee_grants, run_threads, thread_members
 from runner.threads import RunThreads
 from tests.bot.conftest import Sim, make_config
@@ -63,7 +64,7 @@ async def book(sim: Sim, key: str, in_seconds: float = 60) -> int:
     async with sim.engine.begin() as conn:
         current = await catalog.current(conn, key, catalog.VersionCache())
         starts = sim.now() + dt.timedelta(seconds=in_seconds)
-        run_id = await catalog.create_run(conn, current, "", starts, sim.now(), actor="test")
+        run_id = await catalog.create_run(conn, current, "", starts, sim.now(), actor=Actor(None, "test"))
     assert run_id is not None
     return run_id
 

@@ -22,6 +22,7 @@ from cli import main
 from runner import catalog, definitions, schema
 from runner.db import create_engine
 from runner.errors import UnknownDefinition, UnreadableDefinition
+from runner.history import Actor
 from runner.views import list_runs
 from tests.bot.conftest import TICK, Sim, raid_spec
 from tests.support.definitions import event, phase, wait
@@ -40,7 +41,7 @@ async def write_unreadable_version(engine: AsyncEngine, now: dt.datetime, **chan
     (a retired field, or ``changes``), point the event at it, and create a run pinned to it, as
     an older bot would have. Answers the hand-written version's id and the run's id."""
     valid = definitions.validate(lighthouse_spec(), validation_registry())
-    published = await catalog.publish(engine, valid, now, actor="test")
+    published = await catalog.publish(engine, valid, now, actor=Actor(None, "test"))
     body = {**valid.model_dump(mode="json"), **(changes or {RETIRED_FIELD: "kept from an older format"})}
     async with engine.begin() as conn:
         inserted = await conn.execute(
@@ -63,7 +64,7 @@ async def write_unreadable_version(engine: AsyncEngine, now: dt.datetime, **chan
         # The parsed body is the valid one: only the stored row is unreadable, as it would be
         # for a run created before the rules changed.
         pinned = catalog.CurrentDefinition(published.definition_id, version_id, valid)
-        run_id = await catalog.create_run(conn, pinned, "", now, now, actor="schedule")
+        run_id = await catalog.create_run(conn, pinned, "", now, now, actor=Actor(None, "schedule"))
     assert run_id is not None
     return version_id, run_id
 
@@ -160,7 +161,7 @@ def test_defect_04_cli_runs_names_a_run_whose_definition_is_unreadable(
             published = await catalog.publish(engine, good, now)
             current = catalog.CurrentDefinition(published.definition_id, published.version_id, good)
             async with engine.begin() as conn:
-                await catalog.create_run(conn, current, "", now, now, actor="test")
+                await catalog.create_run(conn, current, "", now, now, actor=Actor(None, "test"))
             return (await write_unreadable_version(engine, now))[1]
         finally:
             await engine.dispose()

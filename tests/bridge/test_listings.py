@@ -16,6 +16,7 @@ from bridge.sql import listings as listings_sql
 from runner import catalog, definitions
 from runner.clock import ManualClock
 from runner.controls import Controls
+from runner.history import Actor
 from runner.schema import listings
 from runner.sql import runs as runs_sql
 from tests.support.definitions import event, phase, wait
@@ -32,7 +33,7 @@ def spec(key: str = "quiz", **fields: Any) -> dict[str, Any]:
 
 async def published(engine: AsyncEngine, raw: dict[str, Any]) -> catalog.Published:
     definition = definitions.validate(raw, validation_registry(), now=T0)
-    return await catalog.publish(engine, definition, T0, actor="test")
+    return await catalog.publish(engine, definition, T0, actor=Actor(None, "test"))
 
 
 async def occurrence(engine: AsyncEngine, pub: catalog.Published, at: dt.datetime, scope: str = "eu") -> int:

@@ -19,6 +19,7 @@ from rehearsal import RehearsalOptions, rehearse
 from runner import views
 from runner.clock import ManualClock, utcnow
 from runner.controls import Controls
+from runner.history import Actor
 from runner.schema import run_log, runs, steps
 from tests.cli.conftest import (
     EXAMPLES,
@@ -78,7 +79,7 @@ def test_defect_15_resume_carries_on_a_paused_run(
     _stop_at_a_cue(cli, url, TREASURE, monkeypatch)
 
     async def pause(engine: AsyncEngine) -> None:
-        assert (await Controls(engine, clock=ManualClock(utcnow())).pause(1, actor="gm")).ok
+        assert (await Controls(engine, clock=ManualClock(utcnow())).pause(1, actor=Actor(None, "gm"))).ok
 
     on_database(url, pause)
     # -v: the resume is a status transition, which the quiet transcript leaves out.
@@ -183,7 +184,9 @@ def test_defect_15_resume_refuses_a_database_with_a_live_run_and_cancel_leaves_i
     _stop_at_a_cue(cli, url, TREASURE, monkeypatch)
 
     async def start_live(engine: AsyncEngine) -> int:
-        started = await Controls(engine, clock=ManualClock(utcnow())).start("treasure-hunt", actor="staff")
+        started = await Controls(engine, clock=ManualClock(utcnow())).start(
+            "treasure-hunt", actor=Actor(None, "staff")
+        )
         assert started.ok, started.message
         return started.run_ids[0]
 

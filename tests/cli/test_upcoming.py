@@ -20,6 +20,7 @@ from runner import catalog
 from runner.clock import SystemClock
 from runner.controls import Controls
 from runner.engine import Runner, RunnerSettings
+from runner.history import Actor
 from runner.registry import ActionRegistry
 from tests.cli.conftest import Cli, on_database, sqlite_url, write_yaml
 from tests.support.definitions import event, phase, wait
@@ -130,7 +131,7 @@ def test_upcoming_names_the_runs_already_created_so_staff_can_cancel_one(
 
     async def cancel(engine: object) -> None:
         controls = Controls(engine, clock=SystemClock(), versions=catalog.VersionCache())  # type: ignore[arg-type]
-        assert (await controls.cancel(eu_run, reason="no quizmaster", actor="test")).ok
+        assert (await controls.cancel(eu_run, reason="no quizmaster", actor=Actor(None, "test"))).ok
 
     on_database(database, cancel)
     found = occurrence_days(cli("upcoming", "--database", database).lines)

@@ -39,6 +39,7 @@ from runner import catalog
 from runner import definitions as defs
 from runner.controls import Controls
 from runner.db import create_engine
+from runner.history import Actor
 from runner.migrate import upgrade
 from runner.registry import ActionRegistry
 from runner.schema import runs, steps
@@ -385,8 +386,8 @@ def registry_for_validation() -> ActionRegistry:
 
 async def publish_and_start(engine: AsyncEngine, controls: Controls, spec: dict[str, Any]) -> tuple[int, ...]:
     definition = defs.validate(spec, registry_for_validation())
-    await catalog.publish(engine, definition, controls.clock.now(), actor="reliability")
-    started = await controls.start(definition.key, actor="reliability")
+    await catalog.publish(engine, definition, controls.clock.now(), actor=Actor(None, "reliability"))
+    started = await controls.start(definition.key, actor=Actor(None, "reliability"))
     assert started.ok, started.message
     return started.run_ids
 
@@ -407,7 +408,7 @@ async def confirm_parked(engine: AsyncEngine, controls: Controls) -> int:
         )
     confirmed = 0
     for step_id in parked:
-        if (await controls.confirm(int(step_id), actor="gm")).ok:
+        if (await controls.confirm(int(step_id), actor=Actor(None, "gm"))).ok:
             confirmed += 1
     return confirmed
 

@@ -48,6 +48,7 @@ from runner.clock import ManualClock
 from runner.controls import ControlResult, Controls
 from runner.db import create_engine
 from runner.errors import DefinitionError
+from runner.history import Actor
 from runner.migrate import upgrade
 from runner.schema import definitions, metadata, runs, steps, versions
 from tests.reliability.harness import run_in_thread
@@ -168,14 +169,16 @@ async def author(engine: AsyncEngine, raw: dict[str, Any], clock: ManualClock) -
         check_problems(error, FILE)
         assert await snapshot(engine) == before, "a refused definition wrote to the database"
         return
-    published = await catalog.publish(engine, definition, clock.now(), source=FILE, actor="author")
+    published = await catalog.publish(
+        engine, definition, clock.now(), source=FILE, actor=Actor(None, "author")
+    )
     async with engine.connect() as conn:
         stored = (
             await conn.execute(sa.select(versions.c.spec).where(versions.c.id == published.version_id))
         ).scalar_one()
     assert defs.from_spec(stored) == definition, "the stored version is not the definition published"
     after_publish = await snapshot(engine)
-    result = await Controls(engine, clock=clock).start(definition.key, actor="author")
+    result = await Controls(engine, clock=clock).start(definition.key, actor=Actor(None, "author"))
     assert isinstance(result, ControlResult) and result.message
     event(f"start {'acted' if result.ok else 'refused'}")
     if not result.ok:
@@ -280,7 +283,7 @@ async def seed_control_world(engine: AsyncEngine) -> Seeded:
         claimed_by="other",
         claim_expires_at=T0 + dt.timedelta(minutes=5),
     )
-    assert (await world.controls.cancel(cancelled, reason="seeding", actor="seed")).ok
+    assert (await world.controls.cancel(cancelled, reason="seeding", actor=Actor(None, "seed"))).ok
     run_ids = [parked, paused, done, tomorrow, leased, cancelled, held]
     step_ids = [int(r["id"]) for run_id in run_ids for r in await world.steps_of(run_id)]
     async with engine.connect() as conn:
@@ -288,7 +291,14 @@ async def seed_control_world(engine: AsyncEngine) -> Seeded:
     return Seeded(run_ids, step_ids, keys)
 
 
-ACTORS = st.one_of(st.none(), st.text(max_size=100), st.sampled_from(["gm", "alice (123456789012345678)"]))
+ACTORS = st.one_of(
+    st.none(),
+    st.builds(
+        Actor,
+        st.one_of(st.none(), st.just("123456789012345678")),
+        st.one_of(st.text(max_size=100), st.sampled_from(["gm", "alice (123456789012345678)"])),
+    ),
+)
 NOTES = st.one_of(st.none(), NASTY_TEXT)
 
 

@@ -23,6 +23,7 @@ from runner.controls import Controls
 from runner.db import create_engine
 from runner.dispatch import perform
 from runner.errors import DefinitionError
+from runner.history import Actor
 from runner.registry import Envelope
 from runner.schema import runs
 from tests.support.definitions import event, phase, wait
@@ -86,7 +87,7 @@ async def _validated_then_started(engine: AsyncEngine, raw: dict[str, Any]) -> N
         return
     clock = ManualClock(T0)
     await catalog.publish(engine, validated, clock.now())
-    result = await Controls(engine, clock=clock).start(validated.key, actor="test")
+    result = await Controls(engine, clock=clock).start(validated.key, actor=Actor(None, "test"))
     assert result.ok, result.message
     async with engine.connect() as conn:
         stored = (await conn.execute(sa.select(runs.c.scope, runs.c.concurrency_key))).all()

@@ -57,6 +57,7 @@ from bot.cogs.events import StartAnyway
 from bot.loops.live_runs import EDIT_GAP
 from bot.starting import ALL_SCOPES
 from runner import catalog, definitions
+from runner.history import Actor
 from runner.schema import metadata
 from tests.support.definitions import announce, cue, event, phase
 from wiring.config import Config
@@ -273,7 +274,7 @@ async def world(sqlite_engine: AsyncEngine, simcord_env: simcord.Env) -> AsyncIt
     world = World(env, sqlite_engine, home, other, channels, other_channel, roles, actors, config)
     with env.time_context():
         published = definitions.validate(spec(), validation_registry())
-        await catalog.publish(sqlite_engine, published, now(env), actor="test")
+        await catalog.publish(sqlite_engine, published, now(env), actor=Actor(None, "test"))
         bot = create_bot(config, sqlite_engine)
         await env.restart_bot(bot)
         await sync_tree(bot, home.id)
@@ -341,7 +342,7 @@ async def start_run(world: World) -> None:
     bot's tick loop carry it as far as it goes, and the run's live message catch up with it (an
     edit waits out its gap after the post)."""
     with world.env.time_context():
-        result = await world.bot.services.controls.start("raid", actor="setup")
+        result = await world.bot.services.controls.start("raid", actor=Actor(None, "setup"))
     assert result.ok and result.run_id == RUN, result
     await world.env.advance_time(TICK + EDIT_GAP)
 
@@ -363,7 +364,7 @@ async def stage(world: World, control: str, actor: str) -> Stage:
         assert (await step_row(world.engine, CUE)).status == "running", "parked on the GM cue"
         if control == "resume":
             with env.time_context():
-                assert (await bot.services.controls.pause(RUN, actor="setup")).ok
+                assert (await bot.services.controls.pause(RUN, actor=Actor(None, "setup"))).ok
             # The run's live message shows the pause once its edit gap has passed.
             await env.advance_time(EDIT_GAP)
     staged = Stage()

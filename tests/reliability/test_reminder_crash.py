@@ -25,6 +25,7 @@ from runner import catalog
 from runner.clock import utcnow
 from runner.db import create_engine
 from runner.definitions import REMINDERS_PHASE, EventDefinition
+from runner.history import Actor
 from runner.views import log_for_run
 from tests.reliability.child_runner import ANNOUNCE, REMINDER
 from tests.reliability.harness import Child, all_steps, read_journals, run_statuses
@@ -60,7 +61,9 @@ async def test_a_runner_killed_between_a_reminders_claim_and_its_delivery_sends_
         schedule={"once": start.replace(tzinfo=dt.UTC).isoformat()},
         reminders=[{"before": LEAD, "channel": "announcements", "content": "starts {start_relative}"}],
     )
-    await catalog.publish(engine, EventDefinition.model_validate(spec), utcnow(), actor="reliability")
+    await catalog.publish(
+        engine, EventDefinition.model_validate(spec), utcnow(), actor=Actor(None, "reliability")
+    )
     children: list[Child] = []
     try:
         first = await Child.start(

@@ -26,6 +26,7 @@ from runner.clock import SystemClock
 from runner.controls import Controls
 from runner.db import create_engine
 from runner.engine import Runner, RunnerSettings
+from runner.history import Actor
 from runner.registry import ActionRegistry, Envelope
 from runner.schema import runs
 from tests.support.actions import build_action
@@ -85,7 +86,7 @@ async def test_two_runners_dispatch_every_step_exactly_once(engine: AsyncEngine)
     definition = defs.validate(spec, registry)
     clock = SystemClock()
     await catalog.publish(engine, definition, clock.now())
-    started = await Controls(engine, clock=clock).start("race", actor="test")
+    started = await Controls(engine, clock=clock).start("race", actor=Actor(None, "test"))
     assert len(started.run_ids) == RUNS
     async with engine.begin() as conn:
         for run_id in started.run_ids:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from runner.controls import ControlResult, Controls
+from runner.history import Actor
 from tests.support.world import T0, World, later, phase, step
 from wiring.control_text import control_text as said
 
@@ -29,12 +30,12 @@ pytestmark = [pytest.mark.mariadb, pytest.mark.slow]
 Press = Callable[[Controls, int, int], Awaitable[ControlResult]]
 
 PRESSES: dict[str, Press] = {
-    "cancel": lambda c, run, s: c.cancel(run, reason="race", actor="mod"),
-    "pause": lambda c, run, s: c.pause(run, actor="mod"),
-    "resume": lambda c, run, s: c.resume(run, actor="mod"),
-    "retry": lambda c, run, s: c.retry(run, actor="mod"),
-    "confirm": lambda c, run, s: c.confirm(s, actor="gm"),
-    "skip": lambda c, run, s: c.skip(s, actor="gm"),
+    "cancel": lambda c, run, s: c.cancel(run, reason="race", actor=Actor(None, "mod")),
+    "pause": lambda c, run, s: c.pause(run, actor=Actor(None, "mod")),
+    "resume": lambda c, run, s: c.resume(run, actor=Actor(None, "mod")),
+    "retry": lambda c, run, s: c.retry(run, actor=Actor(None, "mod")),
+    "confirm": lambda c, run, s: c.confirm(s, actor=Actor(None, "gm")),
+    "skip": lambda c, run, s: c.skip(s, actor=Actor(None, "gm")),
 }
 
 # (first, second, the state both race over): "cue" is a running run parked on a GM cue,
@@ -69,7 +70,7 @@ async def prepare(world: World, state: str) -> tuple[int, int]:
     await world.tick(T0)
     first = (await world.steps_of(run_id))[0]
     if state == "paused cue":
-        assert (await world.controls.pause(run_id, actor="setup")).ok
+        assert (await world.controls.pause(run_id, actor=Actor(None, "setup"))).ok
     expected = {"cue": "running", "paused cue": "paused", "failed": "paused"}[state]
     assert (await world.run(run_id))["status"] == expected
     return run_id, int(first["id"])

@@ -38,7 +38,7 @@ async def test_confirm_settles_a_parked_cue_logs_the_actor_and_the_run_carries_o
     await world.tick(T0)
     cue = (await world.steps_of(run_id))[0]
 
-    result = await world.controls.confirm(cue["id"], actor="gm:ana", note="gate opened")
+    result = await world.controls.confirm(cue["id"], actor=Actor(None, "gm:ana"), note="gate opened")
     assert result.ok and said(result) == "confirmed"
     line = (await world.log(run_id))[-1]
     assert (line["kind"], line["actor_name"]) == ("step.confirmed", "gm:ana")
@@ -52,10 +52,10 @@ async def test_a_second_confirm_is_told_already_confirmed_and_changes_nothing(cu
     run_id = await world.seed_run([phase("main", step("test.cue"), step("test.cue"))])
     await world.tick(T0)
     cue = (await world.steps_of(run_id))[0]
-    assert (await world.controls.confirm(cue["id"], actor="gm:ana")).ok
+    assert (await world.controls.confirm(cue["id"], actor=Actor(None, "gm:ana"))).ok
     before = await snapshot(world, run_id)
 
-    again = await world.controls.confirm(cue["id"], actor="gm:bob")
+    again = await world.controls.confirm(cue["id"], actor=Actor(None, "gm:bob"))
     assert not again.ok
     assert (again.reason, again.by, again.step_id) == (
         Reason.ALREADY_CONFIRMED,
@@ -71,9 +71,9 @@ async def test_confirm_refuses_a_step_that_is_not_parked(cue_world: World) -> No
     run_id = await world.seed_run([phase("main", step("test.cue"), step("test.noop"))])
     await world.tick(T0)
     pending = (await world.steps_of(run_id))[1]
-    result = await world.controls.confirm(pending["id"], actor="gm")
+    result = await world.controls.confirm(pending["id"], actor=Actor(None, "gm"))
     assert (result.ok, said(result)) == (False, "that step has not been reached yet")
-    assert said(await world.controls.confirm(999_999, actor="gm")) == "no such step: 999999"
+    assert said(await world.controls.confirm(999_999, actor=Actor(None, "gm"))) == "no such step: 999999"
 
 
 async def test_a_confirm_on_a_cue_of_a_paused_run_settles_it_but_does_not_advance_until_resumed(
@@ -83,14 +83,14 @@ async def test_a_confirm_on_a_cue_of_a_paused_run_settles_it_but_does_not_advanc
     run_id = await world.seed_run([phase("main", step("test.cue"), step("test.noop"))])
     await world.tick(T0)
     cue = (await world.steps_of(run_id))[0]
-    assert (await world.controls.pause(run_id, actor="mod")).ok
+    assert (await world.controls.pause(run_id, actor=Actor(None, "mod"))).ok
 
-    result = await world.controls.confirm(cue["id"], actor="gm")
+    result = await world.controls.confirm(cue["id"], actor=Actor(None, "gm"))
     assert result.ok and "paused" in said(result)
     await world.tick(later(1000))
     assert [s["status"] for s in await world.steps_of(run_id)] == ["done", "pending"]
 
-    assert (await world.controls.resume(run_id, actor="mod")).ok
+    assert (await world.controls.resume(run_id, actor=Actor(None, "mod"))).ok
     await world.tick(later(2000))
     assert (await world.run(run_id))["status"] == "completed"
 
@@ -99,9 +99,9 @@ async def test_pause_is_a_cas_from_running_and_a_second_pause_says_so(cue_world:
     world = cue_world
     run_id = await world.seed_run([phase("main", step("test.cue"))])
     await world.tick(T0)
-    assert (await world.controls.pause(run_id, actor="mod")).ok
+    assert (await world.controls.pause(run_id, actor=Actor(None, "mod"))).ok
     before = await snapshot(world, run_id)
-    again = await world.controls.pause(run_id, actor="mod2")
+    again = await world.controls.pause(run_id, actor=Actor(None, "mod2"))
     assert (again.ok, again.reason, said(again)) == (
         False,
         Reason.ALREADY_PAUSED,
@@ -128,7 +128,7 @@ async def test_resume_carries_a_run_paused_after_a_failed_step_on_past_it(cue_wo
     assert run["status"] == "paused"
     assert "the gate is jammed" in run["last_error"]
 
-    resumed = await world.controls.resume(run_id, actor="mod")
+    resumed = await world.controls.resume(run_id, actor=Actor(None, "mod"))
     assert resumed.ok
     await world.tick(later(1))
     assert [s["status"] for s in await world.steps_of(run_id)] == ["failed", "done"]
@@ -146,7 +146,7 @@ async def test_retry_requeues_the_failed_step_with_fresh_attempts_and_sets_the_r
     await world.tick(T0)
     world.scripted["test.bad"].answer = {"ok": True}
 
-    result = await world.controls.retry(run_id, actor="mod")
+    result = await world.controls.retry(run_id, actor=Actor(None, "mod"))
     assert result.ok
     bad = (await world.steps_of(run_id))[0]
     assert (bad["status"], bad["attempts"], bad["due_at"]) == ("pending", 0, None)
@@ -165,7 +165,7 @@ async def test_retry_is_offered_only_when_the_furthest_started_step_failed(cue_w
     await world.tick(T0)
     assert [s["status"] for s in await world.steps_of(run_id)] == ["failed", "running"]
     before = await snapshot(world, run_id)
-    result = await world.controls.retry(run_id, actor="mod")
+    result = await world.controls.retry(run_id, actor=Actor(None, "mod"))
     assert (result.ok, said(result)) == (
         False,
         "nothing to retry: the run has not stopped at a failed step",
@@ -178,11 +178,11 @@ async def test_cancel_needs_a_reason_and_cancels_pending_steps_and_parked_cues(c
     run_id = await world.seed_run([phase("main", step("test.cue"), step("test.noop"))])
     await world.tick(T0)
     before = await snapshot(world, run_id)
-    refused = await world.controls.cancel(run_id, reason="  ", actor="mod")
+    refused = await world.controls.cancel(run_id, reason="  ", actor=Actor(None, "mod"))
     assert not refused.ok and "reason" in said(refused)
     assert await snapshot(world, run_id) == before
 
-    result = await world.controls.cancel(run_id, reason="server restart", actor="mod")
+    result = await world.controls.cancel(run_id, reason="server restart", actor=Actor(None, "mod"))
     assert result.ok
     assert [c.step_id for c in result.cues] == [(await world.steps_of(run_id))[0]["id"]], (
         "open cues to update"
@@ -193,7 +193,7 @@ async def test_cancel_needs_a_reason_and_cancels_pending_steps_and_parked_cues(c
     assert (line["actor_name"], line["detail"]["reason"]) == ("mod", "server restart")
 
     cue = (await world.steps_of(run_id))[0]
-    late = await world.controls.confirm(cue["id"], actor="gm")
+    late = await world.controls.confirm(cue["id"], actor=Actor(None, "gm"))
     assert (late.ok, late.reason, late.run_status) == (False, Reason.STEP_CANCELLED, "cancelled")
     assert said(late) == "the run was cancelled, so this step was cancelled"
     assert said(await world.controls.cancel(run_id, reason="again")) == "cannot cancel: the run was cancelled"
@@ -205,7 +205,7 @@ async def test_cancel_leaves_a_step_being_dispatched_alone(cue_world: World) -> 
     first = (await world.steps_of(run_id))[0]
     await world.set_run(run_id, status="running", current_phase="main")
     await world.set_step(first["id"], status="running", claimed_by="host:x", claim_expires_at=later(60_000))
-    assert (await world.controls.cancel(run_id, reason="stop", actor="mod")).ok
+    assert (await world.controls.cancel(run_id, reason="stop", actor=Actor(None, "mod"))).ok
     assert [s["status"] for s in await world.steps_of(run_id)] == ["running", "cancelled"]
 
 
@@ -214,11 +214,11 @@ async def test_skip_settles_a_pending_step_or_a_parked_cue_but_not_a_failed_one(
     run_id = await world.seed_run([phase("main", step("test.cue"), step("test.noop"), step("test.noop"))])
     await world.tick(T0)
     cue, second, third = await world.steps_of(run_id)
-    assert (await world.controls.skip(third["id"], actor="mod", run_id=run_id)).ok
-    assert (await world.controls.skip(cue["id"], actor="gm")).ok
-    again = await world.controls.skip(cue["id"], actor="gm2")
+    assert (await world.controls.skip(third["id"], actor=Actor(None, "mod"), run_id=run_id)).ok
+    assert (await world.controls.skip(cue["id"], actor=Actor(None, "gm"))).ok
+    again = await world.controls.skip(cue["id"], actor=Actor(None, "gm2"))
     assert (again.ok, said(again)) == (False, "already skipped by gm")
-    wrong_run = await world.controls.skip(second["id"], actor="mod", run_id=run_id + 1000)
+    wrong_run = await world.controls.skip(second["id"], actor=Actor(None, "mod"), run_id=run_id + 1000)
     assert not wrong_run.ok and "no such step" in said(wrong_run)
     await world.tick(later(1))
     assert [s["status"] for s in await world.steps_of(run_id)] == ["skipped", "done", "skipped"]
@@ -230,7 +230,7 @@ async def test_skip_refuses_a_failed_step(cue_world: World) -> None:
     run_id = await world.seed_run([phase("main", step("test.bad", on_failure="pause"), step("test.noop"))])
     await world.tick(T0)
     bad = (await world.steps_of(run_id))[0]
-    result = await world.controls.skip(bad["id"], actor="mod")
+    result = await world.controls.skip(bad["id"], actor=Actor(None, "mod"))
     assert (result.ok, said(result)) == (
         False,
         "that step failed; use retry, or resume to carry on past it",
@@ -244,19 +244,19 @@ async def test_start_creates_one_run_per_scope_and_refuses_a_second_start_in_fli
     from actions import validation_registry
 
     await catalog.publish(world.engine, defs.validate(spec, validation_registry()), T0)
-    started = await world.controls.start("invasion", actor="mod")
+    started = await world.controls.start("invasion", actor=Actor(None, "mod"))
     assert started.ok and len(started.run_ids) == 2
     assert [(await world.run(r))["concurrency_key"] for r in started.run_ids] == [
         "invasion:Yew",
         "invasion:Oak",
     ]
-    again = await world.controls.start("invasion", scope="Yew", actor="mod")
+    again = await world.controls.start("invasion", scope="Yew", actor=Actor(None, "mod"))
     assert not again.ok and "already in flight" in said(again)
-    unknown = await world.controls.start("invasion", scope="Elm", actor="mod")
+    unknown = await world.controls.start("invasion", scope="Elm", actor=Actor(None, "mod"))
     assert not unknown.ok and "Yew, Oak" in said(unknown)
-    missing = await world.controls.start("nope", actor="mod")
+    missing = await world.controls.start("nope", actor=Actor(None, "mod"))
     assert (missing.ok, said(missing)) == (False, "no published event is called 'nope'")
-    rehearsal = await world.controls.start("invasion", scope="Yew", actor="mod", rehearsal=True)
+    rehearsal = await world.controls.start("invasion", scope="Yew", actor=Actor(None, "mod"), rehearsal=True)
     assert rehearsal.ok
     run = await world.run(rehearsal.run_id)
     assert run["rehearsal"] and run["concurrency_key"] == "rehearsal:invasion:Yew", (
@@ -273,6 +273,6 @@ async def test_a_control_wakes_the_front_end(world: World) -> None:
     world.scripted["test.cue"].answer = {"ok": True, "await": "human"}
     run_id = await world.seed_run([phase("main", step("test.cue"))])
     await world.tick(T0)
-    await world.controls.pause(run_id, actor="mod")
-    await world.controls.resume(run_id, actor="mod")
+    await world.controls.pause(run_id, actor=Actor(None, "mod"))
+    await world.controls.resume(run_id, actor=Actor(None, "mod"))
     assert woken == [1], "resume changed what the tick can do; pause did not need a tick"

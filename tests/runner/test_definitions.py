@@ -13,6 +13,7 @@ from actions import validation_registry
 from runner import catalog
 from runner import definitions as defs
 from runner.errors import DefinitionError
+from runner.history import Actor
 from runner.schema import definitions, runs, versions
 from tests.support.definitions import announce, cue, event, phase, wait
 from tests.support.world import T0
@@ -136,8 +137,8 @@ async def test_publishing_stores_an_immutable_version_and_identical_content_is_a
     engine: AsyncEngine,
 ) -> None:
     definition = defs.validate(valid(), validation_registry())
-    first = await catalog.publish(engine, definition, T0, source="raid.yaml", actor="alice")
-    again = await catalog.publish(engine, definition, T0, source="raid.yaml", actor="alice")
+    first = await catalog.publish(engine, definition, T0, source="raid.yaml", actor=Actor(None, "alice"))
+    again = await catalog.publish(engine, definition, T0, source="raid.yaml", actor=Actor(None, "alice"))
     assert first.changed and not again.changed
     assert (first.version_id, first.version) == (again.version_id, 1)
 
@@ -158,7 +159,7 @@ async def test_a_run_pins_the_version_it_was_created_from(engine: AsyncEngine) -
     clock = ManualClock(T0)
     await catalog.publish(engine, defs.validate(valid(), validation_registry()), T0)
     controls = Controls(engine, clock=clock)
-    started = await controls.start("raid-night", actor="alice")
+    started = await controls.start("raid-night", actor=Actor(None, "alice"))
     await catalog.publish(engine, defs.validate(valid(title="v2"), validation_registry()), T0)
     async with engine.connect() as conn:
         pinned = (

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from runner.engine import MAX_ATTEMPTS, RETRY_SECONDS
+from runner.engine import MAX_ATTEMPTS, RETRY_SECONDS, Runner
+from runner.history import Actor
 from runner.sql import run_leases, step_leases
 from tests.support.world import T0, World, later, phase, step
 
@@ -262,7 +263,7 @@ async def test_a_held_concurrency_key_holds_the_run_and_logs_the_reason_once(wor
     # read the key held and write its recheck after the holder's wake committed: the race that
     # ``blocked_recheck_seconds`` bounds (runner/engine/core.py), not the promise pinned here.
     cue = (await world.steps_of(holder))[0]
-    assert (await world.controls.confirm(cue["id"], actor="gm")).ok
+    assert (await world.controls.confirm(cue["id"], actor=Actor(None, "gm"))).ok
     await world.tick(later(20_000))
     assert (await world.run(holder))["status"] == "completed"
     assert (await world.run(waiting))["wake_at"] == later(20_000), "the holder wakes its waiters as it ends"
@@ -371,7 +372,8 @@ async def test_one_broken_run_never_stops_the_others_and_is_logged_once(world: W
         await conn.execute(
             sa.update(versions).where(versions.c.id == version_id).values(spec={"nonsense": True})
         )
-    world.runner.versions = type(world.runner.versions)()
+    # A runner of its own, as a process started after the edit: nothing parsed is cached yet.
+    world.runner = Runner(world.engine, world.registry, clock=world.clock, owner="host:test")
 
     caplog.set_level("ERROR", logger="runner.engine")
     first = await world.tick(T0)
@@ -397,7 +399,7 @@ async def test_a_pause_pressed_mid_batch_stops_the_batch_at_the_next_step(world:
     )
 
     async def pause_meanwhile(envelope: object, params: object) -> dict[str, bool]:
-        assert (await world.controls.pause(run_id, actor="mod")).ok
+        assert (await world.controls.pause(run_id, actor=Actor(None, "mod"))).ok
         return {"ok": True}
 
     world.register(

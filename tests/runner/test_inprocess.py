@@ -26,6 +26,7 @@ from runner.clock import SystemClock, utcnow
 from runner.controls import Controls
 from runner.definitions import EventDefinition
 from runner.engine import Runner, RunnerSettings
+from runner.history import Actor
 from runner.lifecycle import Handover
 from runner.registry import ActionRegistry, Envelope
 from runner.states import RunStatus
@@ -111,7 +112,7 @@ async def test_a_start_handed_over_is_driven_to_completion_with_no_tick(world: W
     world.register(world.scripted.action("test.noop"))
     await world.publish(event("solo", phase("main", *[step("test.noop")] * 3)))
 
-    started = await driving(world).start("solo", actor="mod")
+    started = await driving(world).start("solo", actor=Actor(None, "mod"))
     assert started.ok
     run_id = started.run_id
     assert run_id is not None
@@ -145,7 +146,7 @@ async def test_a_three_step_run_started_here_costs_at_most_five_statements_a_ste
     controls = driving(world)
 
     with statements(world.engine) as sent:
-        started = await controls.start("solo", actor="mod")
+        started = await controls.start("solo", actor=Actor(None, "mod"))
         assert started.run_id is not None
         ended = await asyncio.wait_for(world.runner.until_ended(started.run_id), HANG)
     assert ended is RunStatus.COMPLETED
@@ -164,7 +165,7 @@ async def test_a_run_handed_over_to_a_process_that_died_is_taken_over_when_its_l
     world.register(world.scripted.action("test.noop"))
     await world.publish(event("solo", phase("main", *[step("test.noop")] * 3)))
     dead = DiesAfterCommit(world.runner)
-    started = await driving(world, dead).start("solo", actor="mod")
+    started = await driving(world, dead).start("solo", actor=Actor(None, "mod"))
     run_id = started.run_id
     assert run_id is not None
     [handover] = dead.handovers
@@ -201,7 +202,9 @@ async def test_a_start_of_several_scopes_is_left_for_the_ticks(world: World) -> 
     await world.publish(event("fanout", phase("main", step("test.noop")), scopes=["north", "south"]))
     dead = DiesAfterCommit(world.runner)
     changes: list[None] = []
-    started = await driving(world, dead, on_change=lambda: changes.append(None)).start("fanout", actor="mod")
+    started = await driving(world, dead, on_change=lambda: changes.append(None)).start(
+        "fanout", actor=Actor(None, "mod")
+    )
     assert started.ok and len(started.run_ids) == 2
 
     assert dead.handovers == [] and dead.started == []
@@ -223,7 +226,9 @@ async def test_a_start_of_a_definition_with_a_concurrency_key_is_left_for_the_ti
     await world.publish(event("keyed", phase("main", step("test.noop")), concurrency_key="arena"))
     dead = DiesAfterCommit(world.runner)
     changes: list[None] = []
-    started = await driving(world, dead, on_change=lambda: changes.append(None)).start("keyed", actor="mod")
+    started = await driving(world, dead, on_change=lambda: changes.append(None)).start(
+        "keyed", actor=Actor(None, "mod")
+    )
     run_id = started.run_id
     assert started.ok and run_id is not None
 
@@ -254,7 +259,7 @@ async def test_the_phase_boundary_is_written_with_the_last_steps_settle(world: W
 
     sa.event.listen(world.engine.sync_engine, "commit", committed)
     try:
-        started = await controls.start("two", actor="mod")
+        started = await controls.start("two", actor=Actor(None, "mod"))
         assert started.run_id is not None
         ended = await asyncio.wait_for(world.runner.until_ended(started.run_id), HANG)
     finally:
@@ -308,7 +313,7 @@ class Timed:
     async def start(self) -> int:
         spec = event("timed", phase("main", step("test.hold"), step("test.record")))
         await catalog.publish(self.engine, EventDefinition.model_validate(spec), utcnow())
-        started = await self.controls.start("timed", actor="mod")
+        started = await self.controls.start("timed", actor=Actor(None, "mod"))
         assert started.ok and started.run_id is not None
         return started.run_id
 
@@ -372,7 +377,7 @@ async def test_a_run_paused_while_held_is_not_dispatched_and_gives_its_lease_bac
         run_id = await timed.start()
         after = await timed.held(run_id)
         assert utcnow() < after["due_at"], "looked too late to pause inside the hold"
-        assert (await timed.controls.pause(run_id, actor="mod")).ok
+        assert (await timed.controls.pause(run_id, actor=Actor(None, "mod"))).ok
         report = await timed.runner.tick()
         assert report.steps_dispatched == 0
 
@@ -399,7 +404,7 @@ async def test_a_run_paused_while_held_with_no_tick_is_still_not_dispatched(engi
         run_id = await timed.start()
         after = await timed.held(run_id)
         assert utcnow() < after["due_at"], "looked too late to pause inside the hold"
-        assert (await timed.controls.pause(run_id, actor="mod")).ok
+        assert (await timed.controls.pause(run_id, actor=Actor(None, "mod"))).ok
 
         async def let_go() -> bool:
             return (await timed.run(run_id))["claimed_by"] is None

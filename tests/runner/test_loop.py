@@ -15,6 +15,7 @@ from sqlalchemy import exc as sa_exc
 
 from runner.clock import ManualClock
 from runner.engine import TickReport
+from runner.history import Actor
 from runner.loop import RunnerLoop
 from tests.support.definitions import phase, step
 from tests.support.virtual_time import VirtualTime
@@ -56,7 +57,7 @@ async def test_a_nudge_ticks_at_once(world: World) -> None:
         await time.asleep(1)
         cue = (await world.steps_of(run_id))[0]
         assert cue["status"] == "running" and time.sleeps == [30], "parked on the cue, asleep"
-        assert (await world.controls.confirm(cue["id"], actor="gm")).ok
+        assert (await world.controls.confirm(cue["id"], actor=Actor(None, "gm"))).ok
         # Virtual time never moves here, so only the nudge can have woken the loop.
         await time.asleep(2)
         assert (await world.run(run_id))["status"] == "completed"

@@ -8,6 +8,7 @@ import datetime as dt
 
 import sqlalchemy as sa
 
+from runner.history import Actor
 from runner.schema import runs
 from tests.support.definitions import cron, event
 from tests.support.world import T0, World
@@ -20,8 +21,10 @@ async def test_a_live_start_and_a_rehearsal_in_one_microsecond_both_run_at_that_
     in one microsecond was refused as "those runs already exist"). Now each starts at ``now``
     exactly, with no occurrence key."""
     await world.publish(event("quiz"))
-    live = await world.controls.start("quiz", actor="mod")
-    rehearsals = [await world.controls.start("quiz", actor="mod", rehearsal=True) for _ in range(9)]
+    live = await world.controls.start("quiz", actor=Actor(None, "mod"))
+    rehearsals = [
+        await world.controls.start("quiz", actor=Actor(None, "mod"), rehearsal=True) for _ in range(9)
+    ]
     assert live.ok and all(r.ok for r in rehearsals)
     ids = [live.run_id, *(r.run_id for r in rehearsals)]
     async with world.engine.connect() as conn:
@@ -34,7 +37,7 @@ async def test_a_manual_start_at_a_cron_instant_leaves_that_occurrence_to_the_sc
     so the schedule's own run of it was never created. Now both exist, and the schedule's run
     is still the only one holding the key (a second tick creates nothing)."""
     published = await world.publish(event("hourly", schedule=cron("0 * * * *")))
-    assert (await world.controls.start("hourly", actor="mod", rehearsal=True)).ok
+    assert (await world.controls.start("hourly", actor=Actor(None, "mod"), rehearsal=True)).ok
     await world.tick(T0)
     await world.tick(T0 + dt.timedelta(seconds=1))
     async with world.engine.connect() as conn:

@@ -49,6 +49,7 @@ from runner.db import create_engine
 from runner.definitions import EventDefinition
 from runner.engine import Runner, RunnerSettings
 from runner.engine.advance import Advance
+from runner.history import Actor
 from runner.registry import Action, ActionRegistry, Envelope
 from runner.schema import RUN_IN_FLIGHT, metadata, steps
 from tests.conftest import IN_CI
@@ -58,7 +59,7 @@ from tests.support.actions import build_action
 from tests.support.tiers import examples
 from tests.support.world import T0
 
-ACTOR = "model"
+ACTOR = Actor(None, "model")
 # Real milliseconds: only a hang waits this long, and a control pressed mid-dispatch (a few small
 # reads and one transaction) must fit inside it.
 BUDGET_MS = 250

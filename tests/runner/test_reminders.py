@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from runner import catalog, views
 from runner.definitions import REMINDER_ACTION, REMINDERS_PHASE
 from runner.engine import RunnerSettings
+from runner.history import Actor
 from runner.schema import definitions, runs
 from runner.states import RunStatus, StepStatus
 from tests.support.definitions import event
@@ -155,7 +156,7 @@ async def test_cancel_of_a_scheduled_run_cancels_its_reminders(world: World) -> 
     await world.publish(nightly())
     await world.tick(T0)
     run_id = await first_run(world)
-    result = await world.controls.cancel(run_id, reason="venue closed", actor="staff")
+    result = await world.controls.cancel(run_id, reason="venue closed", actor=Actor(None, "staff"))
     assert result.ok
     assert [r["status"] for r in await reminders_of(world, run_id)] == ["cancelled", "cancelled"]
     for at in (START - HOUR, START - 15 * MINUTE, START):

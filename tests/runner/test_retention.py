@@ -4,7 +4,6 @@ keep reading, and a due step never waits behind a prune. On SQLite and MariaDB."
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -25,22 +24,23 @@ from tests.support.world import T0, World, phase, step
 
 DAY = 86400.0
 KEEP = dt.timedelta(days=30)
+SEED = Actor(None, "seed")
 ALICE = Actor("42", "Alice")
 BOB = Actor("7", "Bob")
 
 
-def _settings(batch: int = 500) -> RunnerSettings:
-    return RunnerSettings(keep_run_log_seconds=30 * DAY, retention_batch=batch)
+def _settings(batch: int = 500, keep: float = 30 * DAY) -> RunnerSettings:
+    return RunnerSettings(keep_run_log_seconds=keep, retention_batch=batch)
 
 
-async def _world(engine: AsyncEngine, batch: int = 500) -> World:
-    world = World(engine, settings=_settings(batch))
+async def _world(engine: AsyncEngine, batch: int = 500, keep: float = 30 * DAY) -> World:
+    world = World(engine, settings=_settings(batch, keep))
     world.register(world.scripted.action("test.noop"), world.scripted.action("test.park"))
     world.scripted["test.park"].answer = {"ok": True, "await": "human"}
     return world
 
 
-async def _start(world: World, key: str, *actions: str, actor: Actor | str = "seed") -> int:
+async def _start(world: World, key: str, *actions: str, actor: Actor = SEED) -> int:
     """Publish ``key`` (once) and start it now; tick so it runs as far as it can."""
     async with world.engine.connect() as conn:
         published = (await conn.execute(sa.select(definitions.c.id).where(definitions.c.key == key))).first()
@@ -118,8 +118,7 @@ async def test_an_old_ended_run_loses_its_history_and_keeps_who_started_it_how_i
 
 
 async def test_retention_off_prunes_nothing(engine: AsyncEngine) -> None:
-    world = await _world(engine)
-    world.runner.settings = dataclasses.replace(world.runner.settings, keep_run_log_seconds=0)
+    world = await _world(engine, keep=0)
     run_id = await _start(world, "old", "test.noop")
     before = await _counts(engine, run_id)
     report = await world.tick(T0 + dt.timedelta(days=400))

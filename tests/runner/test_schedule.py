@@ -14,6 +14,7 @@ from actions.core import wait_action
 from runner import catalog, views
 from runner import definitions as defs
 from runner.errors import UnknownDefinition
+from runner.history import Actor
 from runner.schedule import Upcoming, next_occurrences, occurrences, shown
 from runner.schema import runs, versions
 from tests.support.definitions import cron, event, phase, wait
@@ -177,7 +178,7 @@ async def test_upcoming_lists_created_runs_by_id_then_the_computed_ones_per_scop
     ]
     assert event.next_at == friday
 
-    cancelled = await world.controls.cancel(created["eu"], reason="venue closed", actor="test")
+    cancelled = await world.controls.cancel(created["eu"], reason="venue closed", actor=Actor(None, "test"))
     assert cancelled.ok
     (event,) = await views.upcoming(world.engine, world.runner.versions, world.clock.now())
     eu, us = event.scopes

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner.db import insert_ignore
+from runner.history import Actor
 from runner.schema import definitions, runs, steps, versions
 from runner.sql import run_leases, step_leases, step_settles
 from runner.sql import runs as runs_sql
@@ -482,8 +483,10 @@ async def test_confirm_resolves_a_parked_cue_and_cannot_touch_a_step_being_dispa
         engine, run_id, seq=1, status="running", claimed_by="host:1", claim_expires_at=later(60_000)
     )
     async with engine.begin() as conn:
-        assert await step_settles.confirm_parked(conn, parked, T0, actor="gm", note="gate opened")
-        assert not await step_settles.confirm_parked(conn, busy, T0, actor="gm", note="nope"), (
+        assert await step_settles.confirm_parked(
+            conn, parked, T0, actor=Actor(None, "gm"), note="gate opened"
+        )
+        assert not await step_settles.confirm_parked(conn, busy, T0, actor=Actor(None, "gm"), note="nope"), (
             "a live lease is owned"
         )
     step = await step_row(engine, parked)
@@ -497,9 +500,9 @@ async def test_a_confirm_of_an_already_confirmed_cue_reports_zero_not_one(engine
     run_id = await seed_run(engine, status="running")
     parked = await seed_step(engine, run_id, status="running", claim_expires_at=None)
     async with engine.begin() as conn:
-        assert await step_settles.confirm_parked(conn, parked, T0, actor="a", note=None)
+        assert await step_settles.confirm_parked(conn, parked, T0, actor=Actor(None, "a"), note=None)
     async with engine.begin() as conn:
-        assert not await step_settles.confirm_parked(conn, parked, T0, actor="b", note=None)
+        assert not await step_settles.confirm_parked(conn, parked, T0, actor=Actor(None, "b"), note=None)
     assert (await step_row(engine, parked))["settled_by_name"] == "a"
 
 
@@ -512,13 +515,13 @@ async def test_skip_takes_a_pending_step_and_a_parked_cue_and_refuses_leased_and
     busy = await seed_step(engine, run_id, seq=2, status="running", claim_expires_at=later(60_000))
     failed = await seed_step(engine, run_id, seq=3, status="failed")
     async with engine.begin() as conn:
-        assert await step_settles.skip_by_human(conn, pending, T0, actor="m", note=None)
-        assert await step_settles.skip_by_human(conn, parked, T0, actor="m", note=None)
-        assert not await step_settles.skip_by_human(conn, busy, T0, actor="m", note=None)
-        assert not await step_settles.skip_by_human(conn, failed, T0, actor="m", note=None), (
+        assert await step_settles.skip_by_human(conn, pending, T0, actor=Actor(None, "m"), note=None)
+        assert await step_settles.skip_by_human(conn, parked, T0, actor=Actor(None, "m"), note=None)
+        assert not await step_settles.skip_by_human(conn, busy, T0, actor=Actor(None, "m"), note=None)
+        assert not await step_settles.skip_by_human(conn, failed, T0, actor=Actor(None, "m"), note=None), (
             "resume carries past it"
         )
-        assert not await step_settles.skip_by_human(conn, pending, T0, actor="m", note=None), (
+        assert not await step_settles.skip_by_human(conn, pending, T0, actor=Actor(None, "m"), note=None), (
             "a second skip is told 0"
         )
 

@@ -17,6 +17,7 @@ from actions.delivery import Cue, Posted, RecordingDelivery, cue_closer
 from actions.messaging import cue_action
 from runner import views
 from runner.engine import Runner
+from runner.history import Actor
 from tests.support.world import T0, World, later, phase, step
 from wiring.control_text import closed_cue_text
 from wiring.control_text import control_text as said
@@ -33,7 +34,9 @@ class CancellingDelivery(RecordingDelivery):
 
     async def post_cue(self, cue: Cue) -> Posted:
         assert self.world is not None
-        self.cancels.append(await self.world.controls.cancel(cue.run_id, reason="wrong world", actor="mod"))
+        self.cancels.append(
+            await self.world.controls.cancel(cue.run_id, reason="wrong world", actor=Actor(None, "mod"))
+        )
         return await super().post_cue(cue)
 
 
@@ -85,7 +88,7 @@ async def test_defect_02_cancel_during_cue_post_closes_the_cue(world: World) -> 
     assert "step.cancelled" in await world.kinds(run_id)
 
     for verb in ("confirm", "skip"):
-        refused = await world.controls.settle_cue(cue["id"], verb, actor="gm")
+        refused = await world.controls.settle_cue(cue["id"], verb, actor=Actor(None, "gm"))
         assert not refused.ok, verb
         assert "the run was cancelled" in said(refused)
     assert (await world.steps_of(run_id))[0]["status"] == "cancelled", "a refused press changes nothing"
@@ -108,7 +111,7 @@ async def test_defect_02_a_step_out_when_its_run_was_cancelled_settles_cancelled
     its dispatch comes back, it is ``cancelled``, lease cleared, and nothing else happens."""
 
     async def cancel_then_answer(envelope: Any, params: Any) -> dict[str, Any]:
-        assert (await world.controls.cancel(envelope.run_id, reason="stop", actor="mod")).ok
+        assert (await world.controls.cancel(envelope.run_id, reason="stop", actor=Actor(None, "mod"))).ok
         return answer
 
     world.register(world.scripted.action("test.slow", perform=cancel_then_answer))
@@ -136,8 +139,8 @@ async def test_defect_02_a_confirm_of_a_cue_left_parked_on_an_ended_run_changes_
     await world.set_run(run_id, status="cancelled")
 
     for refused in (
-        await world.controls.confirm(cue["id"], actor="gm"),
-        await world.controls.skip(cue["id"], actor="gm"),
+        await world.controls.confirm(cue["id"], actor=Actor(None, "gm")),
+        await world.controls.skip(cue["id"], actor=Actor(None, "gm")),
     ):
         assert not refused.ok
         assert "the run was cancelled" in said(refused)
@@ -149,7 +152,7 @@ async def test_defect_02_a_cue_posted_while_its_run_was_paused_still_parks(world
     cue parked (a GM may confirm it; the run carries on when resumed), as before."""
 
     async def pause_then_park(envelope: Any, params: Any) -> dict[str, Any]:
-        assert (await world.controls.pause(envelope.run_id, actor="mod")).ok
+        assert (await world.controls.pause(envelope.run_id, actor=Actor(None, "mod"))).ok
         return {"ok": True, "await": "human"}
 
     world.register(world.scripted.action("gm.cue", perform=pause_then_park))
@@ -157,7 +160,7 @@ async def test_defect_02_a_cue_posted_while_its_run_was_paused_still_parks(world
     await world.tick(T0)
     (cue,) = await world.steps_of(run_id)
     assert (cue["status"], cue["claim_expires_at"]) == ("running", None)
-    confirmed = await world.controls.confirm(cue["id"], actor="gm")
+    confirmed = await world.controls.confirm(cue["id"], actor=Actor(None, "gm"))
     assert confirmed.ok and "paused" in said(confirmed)
 
 
@@ -180,7 +183,7 @@ async def test_defect_14_a_run_that_waited_on_a_concurrency_key_forgets_the_wait
     assert blocked["blocked_by"] == holder
 
     cue = (await world.steps_of(holder))[0]
-    assert (await world.controls.confirm(cue["id"], actor="gm")).ok
+    assert (await world.controls.confirm(cue["id"], actor=Actor(None, "gm"))).ok
     await world.tick(later(1000))
     await world.tick(later(2000))
     done = await world.run(waiting)
@@ -212,13 +215,15 @@ async def test_defect_16_a_cue_button_refuses_a_step_that_is_not_a_posted_cue(wo
 
     for step_id in (announce["id"], later_cue["id"], parked_other["id"]):
         for verb in ("skip", "confirm"):
-            refused = await world.controls.settle_cue(step_id, verb, actor="gm")
+            refused = await world.controls.settle_cue(step_id, verb, actor=Actor(None, "gm"))
             assert not refused.ok, (step_id, verb)
-    assert not (await world.controls.settle_cue(cue["id"], "delete", actor="gm")).ok
+    assert not (await world.controls.settle_cue(cue["id"], "delete", actor=Actor(None, "gm"))).ok
     assert [s["status"] for s in await world.steps_of(cued)] == ["running", "pending", "pending"]
     assert (await world.steps_of(other))[0]["status"] == "running"
     assert "step.skipped" not in await world.kinds(cued)
 
-    assert (await world.controls.settle_cue(cue["id"], "skip", actor="gm")).ok, "the posted cue itself may"
-    again = await world.controls.settle_cue(cue["id"], "confirm", actor="gm")
+    assert (await world.controls.settle_cue(cue["id"], "skip", actor=Actor(None, "gm"))).ok, (
+        "the posted cue itself may"
+    )
+    again = await world.controls.settle_cue(cue["id"], "confirm", actor=Actor(None, "gm"))
     assert not again.ok and said(again) == "already skipped by gm", "an earlier cue is told what happened"

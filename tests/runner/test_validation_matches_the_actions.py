@@ -24,6 +24,7 @@ from runner import definitions as defs
 from runner.clock import ManualClock
 from runner.dispatch import perform
 from runner.errors import DefinitionError, Problem
+from runner.history import Actor
 from runner.preflight import preflight
 from runner.registry import Envelope
 from runner.schema import runs
@@ -293,7 +294,7 @@ async def test_defect_10_at_the_largest_allowed_event_a_control_mid_fan_out_answ
     clock = ManualClock(T0)
     services = assemble(sqlite_engine, lambda _describe: delivery, clock=clock)
     await catalog.publish(sqlite_engine, definition, clock.now())
-    started = await services.controls.start("largest", actor="staff")
+    started = await services.controls.start("largest", actor=Actor(None, "staff"))
     assert started.ok and len(started.run_ids) == limits.MAX_SCOPES
 
     tick = asyncio.create_task(services.runner.tick())
@@ -306,11 +307,13 @@ async def test_defect_10_at_the_largest_allowed_event_a_control_mid_fan_out_answ
             began = time.monotonic()
             if index % 2:
                 # A run at the back of the queue, still waiting for its turn: cancelled.
-                result = await services.controls.cancel(queue.pop(), reason="latency check", actor="staff")
+                result = await services.controls.cancel(
+                    queue.pop(), reason="latency check", actor=Actor(None, "staff")
+                )
                 assert result.ok, result.message
             else:
                 # A run near the front, which the tick is working on (or has just finished).
-                result = await services.controls.pause(queue[20 * index], actor="staff")
+                result = await services.controls.pause(queue[20 * index], actor=Actor(None, "staff"))
                 # Paused, or refused in words ("the run is starting", "... has completed"): an
                 # answer either way, and a refusal changes nothing.
                 assert result.ok or said(result).startswith("cannot pause: the run"), result.message

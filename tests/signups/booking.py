@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from runner import catalog
 from runner.definitions import EventDefinition
+from runner.history import Actor
 from tests.support.definitions import event, phase, wait
 
 T0 = dt.datetime(2026, 9, 2, 12, 0, 0)
@@ -28,7 +29,7 @@ async def book(
     await catalog.publish(engine, EventDefinition.model_validate(raid(signup, key)), T0)
     async with engine.begin() as conn:
         current = await catalog.current(conn, key, catalog.VersionCache())
-        run_id = await catalog.create_run(conn, current, "", starts, T0, actor="test")
+        run_id = await catalog.create_run(conn, current, "", starts, T0, actor=Actor(None, "test"))
     assert run_id is not None
     return run_id
 

@@ -14,6 +14,7 @@ from actions.messaging import ATTENDEES_TEXT_MAX, announce_action, attendee_ment
 from runner import signups, views
 from runner.definitions import validate
 from runner.errors import DefinitionError
+from runner.history import Actor
 from runner.views import StepContext
 from tests.support.definitions import announce, event, phase, step
 from tests.support.world import T0, World
@@ -65,7 +66,9 @@ async def test_an_announcement_lists_the_attendees_as_they_are_when_it_is_sent(w
 
     async with world.engine.begin() as conn:
         current = await catalog.current(conn, "raid", world.runner.versions)
-        run_id = await catalog.create_run(conn, current, "", T0, T0 - dt.timedelta(hours=1), actor="test")
+        run_id = await catalog.create_run(
+            conn, current, "", T0, T0 - dt.timedelta(hours=1), actor=Actor(None, "test")
+        )
     assert run_id is not None
     before = T0 - dt.timedelta(minutes=30)
     for member_id in ("111111111111111111", "222222222222222222"):

@@ -14,6 +14,7 @@ from runner.clock import ManualClock
 from runner.controls import Controls
 from runner.definitions import EventDefinition
 from runner.engine import Runner, RunnerSettings, TickReport
+from runner.history import Actor
 from runner.registry import Action, ActionRegistry
 from runner.schema import definitions, run_log, runs, steps
 from tests.support.actions import Scripted
@@ -77,7 +78,7 @@ class World:
         async with self.engine.begin() as conn:
             current = await catalog.current(conn, published.key, self.runner.versions)
             run_id = await catalog.create_run(
-                conn, current, scope, scheduled_for, self.clock.now(), actor="seed"
+                conn, current, scope, scheduled_for, self.clock.now(), actor=Actor(None, "seed")
             )
             assert run_id is not None
             if status != "scheduled":
