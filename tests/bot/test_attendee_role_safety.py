@@ -12,6 +12,7 @@ import discord
 import sqlalchemy as sa
 
 from runner import catalog, signups
+from runner.kinds import Actor
 from runner.schema import attendee_grants
 from tests.bot.conftest import Sim, make_config
 from tests.support.definitions import event, phase, wait
@@ -33,7 +34,7 @@ async def book(sim: Sim, spec: dict[str, Any], starts_in: float) -> int:
     async with sim.engine.begin() as conn:
         current = await catalog.current(conn, "raid-night", catalog.VersionCache())
         starts = sim.now() + dt.timedelta(seconds=starts_in)
-        run_id = await catalog.create_run(conn, current, "", starts, sim.now(), actor="test")
+        run_id = await catalog.create_run(conn, current, "", starts, sim.now(), actor=Actor(None, "test"))
     assert run_id is not None
     await sim.env.advance_time(6)
     return run_id
