@@ -22,11 +22,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bootstrap import ROOT, ensure_venv, say
 
 EXAMPLE = "examples/invasion.yaml"
+# The example's aliases are the example config's: a config.yaml the user made for their own
+# server (setup.md has them create it here) names other channels and roles.
+EXAMPLE_CONFIG = "config.example.yaml"
 
 
 def main() -> None:
     python = ensure_venv()
-    command = [str(python), "-m", "bot", "rehearse", EXAMPLE, "--cues", "confirm", *sys.argv[1:]]
+    command = [
+        str(python),
+        "-m",
+        "bot",
+        "rehearse",
+        EXAMPLE,
+        "--config",
+        EXAMPLE_CONFIG,
+        "--cues",
+        "confirm",
+        *sys.argv[1:],
+    ]
     say(f"rehearsing {EXAMPLE}: nothing is sent to Discord")
     os.chdir(ROOT)
     if os.name == "nt":

@@ -61,6 +61,32 @@ def test_ci_runs_the_second_quick_start_command_with_every_tier() -> None:
     assert "python3 scripts/test.py --all" in (REPO / ".ci" / "run").read_text()
 
 
+def test_defect_a_users_config_yaml_in_the_root_broke_the_demo(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """setup.md has a user create config.yaml in the repository root, with their own server's
+    aliases; the demo (and the test of it) read it and failed. The demo names the example config."""
+    root = tmp_path / "checkout"
+    (root / "examples").mkdir(parents=True)
+    (root / "examples" / "invasion.yaml").write_bytes((REPO / "examples" / "invasion.yaml").read_bytes())
+    (root / "config.example.yaml").write_bytes((REPO / "config.example.yaml").read_bytes())
+    (root / "config.yaml").write_text("channels: {general: 1}\nroles: {members: 2}\n", encoding="utf-8")
+    demo = load_demo()
+    execs: list[list[str]] = []
+    monkeypatch.setattr(demo, "ensure_venv", lambda: Path(sys.executable))
+    monkeypatch.setattr(demo, "ROOT", root)
+    monkeypatch.setattr(os, "execv", lambda path, argv: execs.append(argv))
+    monkeypatch.setattr(sys, "argv", ["scripts/demo.py"])
+    monkeypatch.chdir(tmp_path)  # restored after the test: the demo changes directory
+    demo.main()
+    capsys.readouterr()
+    [argv] = execs
+    result = cli(*argv[3:])
+    assert result.code == 0, result.out
+    assert result.out.startswith("config: config.example.yaml")
+    assert result.out.rstrip().endswith("rehearsal completed: 3 of 3 runs completed")
+
+
 def test_the_demo_rehearses_the_invasion_to_completion(
     cli: Cli, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -78,12 +104,21 @@ def test_the_demo_rehearses_the_invasion_to_completion(
     capsys.readouterr()
     [argv] = execs
     assert argv[:3] == [sys.executable, "-m", "bot"]
-    assert argv[3:] == ["rehearse", "examples/invasion.yaml", "--cues", "confirm", "--scope", "aurora"]
+    assert argv[3:] == [
+        "rehearse",
+        "examples/invasion.yaml",
+        "--config",
+        "config.example.yaml",
+        "--cues",
+        "confirm",
+        "--scope",
+        "aurora",
+    ]
 
     result = cli(*argv[3:])
     assert result.code == 0
     assert "[+00:00:00] run 1 aurora: announcement in #announcements, pings @invasion-alerts" in result.out
-    assert "GM cue in the GM channel, pings @game-masters" in result.out
+    assert "GM cue in #gm-cues, pings @game-masters" in result.out
     assert "[+00:30:00] run 1 aurora: completed (health ok)" in result.out
     assert result.out.rstrip().endswith("rehearsal completed: 1 of 1 runs completed")
 
