@@ -28,6 +28,7 @@ from bench import (
     signups,
     throughput,
     timeliness,
+    upload,
 )
 from bench.backends import Backend, make_backend
 from bench.report import machine, table
@@ -44,6 +45,7 @@ BENCHMARKS = {
     "retention": retention.run,
     "failover": failover.run,
     "signups": signups.run,
+    "upload": upload.run,
     # Beside the mariadb backend only: runner processes on a three-node cluster of its own
     # (minutes, so only when asked for: --only galera).
     "galera": galera.run,

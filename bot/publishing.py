@@ -31,7 +31,9 @@ The choices, where the issue leaves them open:
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import datetime as dt
 import re
 from typing import Any
 
@@ -59,6 +61,8 @@ from wiring.definition_checks import (
 )
 
 MAX_UPLOAD_BYTES = 256 * 1024
+# An upload is read and checked within this (in a worker thread); past it, it is refused.
+CHECK_SECONDS = 10.0
 # A problem or a change longer than this is clipped, so one cannot crowd out the rest.
 LINE_MAX = 300
 NOTHING_PUBLISHED = "Nothing was published."
@@ -117,10 +121,28 @@ def read_definition(name: str, data: bytes) -> dict[str, Any]:
     return raw
 
 
+def _read_and_check(name: str, data: bytes, now: dt.datetime) -> CheckedFile:
+    return check_parsed(name, read_definition(name, data), validation_registry(), now=now)
+
+
 async def check_upload(bot: Served, attachment: discord.Attachment) -> CheckedFile:
-    """The attachment checked as ``python -m bot validate`` checks a file, with this bot's config."""
-    raw = read_definition(attachment.filename, await read_upload(attachment))
-    item = check_parsed(attachment.filename, raw, validation_registry(), now=bot.services.clock.now())
+    """The attachment checked as ``python -m bot validate`` checks a file, with this bot's config.
+
+    Reading and validating run in a worker thread with a time cap: every check is linear and
+    bounded by its limit first, but 256 KB of YAML still takes a second to read on a busy
+    machine, and on the event loop that second would hold up every click, tick and lease
+    renewal of the process."""
+    data = await read_upload(attachment)
+    name = attachment.filename
+    try:
+        item = await asyncio.wait_for(
+            asyncio.to_thread(_read_and_check, name, data, bot.services.clock.now()), CHECK_SECONDS
+        )
+    except TimeoutError:
+        raise BotError(
+            f"{name} took more than {CHECK_SECONDS:g} s to check, so it was not: make it smaller "
+            "(fewer phases, steps or scopes). Nothing was stored."
+        ) from None
     if checks_aliases(bot.config):
         await check_aliases([item], bot.config)
     return item

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 import string
+from collections import Counter
+from collections.abc import Hashable, Iterable, Sequence
+from typing import TypeVar
 
 KEY = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 KEY_MAX = 64
@@ -41,3 +44,16 @@ def checked_key(value: str) -> str:
     if problem:
         raise ValueError(problem)
     return value
+
+
+T = TypeVar("T", bound=Hashable)
+
+
+def repeated(values: Iterable[T], folded: Sequence[Hashable] | None = None) -> list[T]:
+    """The values listed more than once (compared as ``folded``, when given), in one pass: a
+    definition's lists are checked for repeats before their limits, and an upload may hold tens
+    of thousands of entries, where ``list.count`` in a loop took seconds."""
+    items = list(values)
+    keys = list(folded) if folded is not None else items
+    seen = Counter(keys)
+    return sorted({v for v, k in zip(items, keys, strict=True) if seen[k] > 1}, key=str)

@@ -24,8 +24,9 @@ from pydantic import (
     model_validator,
 )
 
+from runner import limits
 from runner.definitions.durations import bounded_seconds, grace_seconds
-from runner.definitions.keys import checked_key
+from runner.definitions.keys import checked_key, repeated
 from runner.definitions.signup import SignupDefinition
 from runner.states import OnFailure
 
@@ -270,8 +271,7 @@ class EventDefinition(_Strict):
     def _distinct_leads(
         cls, value: list[ReminderDefinition], info: ValidationInfo
     ) -> list[ReminderDefinition]:
-        leads = [r.before for r in value]
-        twice = sorted({shown_duration(lead) for lead in leads if leads.count(lead) > 1})
+        twice = sorted(shown_duration(lead) for lead in repeated(r.before for r in value))
         if twice:
             raise ValueError(f"two reminders with the same lead time: {', '.join(twice)}")
         if value and isinstance(info.data.get("schedule"), ManualSchedule):
@@ -315,8 +315,10 @@ class EventDefinition(_Strict):
     def _unique_scopes(cls, value: list[str]) -> list[str]:
         # Compared case-blind: MariaDB's default collation does, so "eu" and "EU" would be one
         # occurrence there (the second silently dropped) and two on SQLite.
-        folded = [s.casefold() for s in value]
-        duplicates = sorted({s for s, f in zip(value, folded, strict=True) if folded.count(f) > 1})
+        if len(value) > limits.MAX_SCOPES:
+            # Refused before anything looks at each scope (validation says it in full).
+            return value
+        duplicates = repeated(value, [s.casefold() for s in value])
         if duplicates:
             raise ValueError(f"scopes listed twice (letter case does not count): {', '.join(duplicates)}")
         return value
@@ -350,8 +352,7 @@ class EventDefinition(_Strict):
 
     @model_validator(mode="after")
     def _unique_phase_keys(self) -> EventDefinition:
-        keys = [p.key for p in self.phases]
-        duplicates = sorted({k for k in keys if keys.count(k) > 1})
+        duplicates = repeated(p.key for p in self.phases)
         if duplicates:
             raise ValueError(f"{DUPLICATE_PHASES}; listed twice: {', '.join(duplicates)}")
         return self

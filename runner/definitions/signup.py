@@ -34,7 +34,7 @@ from pydantic import (
 )
 
 from runner.definitions.durations import bounded_seconds
-from runner.definitions.keys import checked_key
+from runner.definitions.keys import checked_key, repeated
 from runner.placeholders import SIGNUP_PLACEHOLDERS
 
 # A sign-up message has one button per option and a Leave button, in Discord's at most five rows
@@ -122,8 +122,10 @@ class SignupDefinition(BaseModel):
     def _names_alone(cls, value: Any) -> Any:
         """A list of names is options without a capacity of their own."""
         if isinstance(value, list):
+            if len(value) > MAX_OPTIONS:
+                raise ValueError(f"{len(value)} options; a sign-up may have at most {MAX_OPTIONS}")
             names = [n for n in value if isinstance(n, str)]
-            twice = sorted({n for n in names if names.count(n) > 1})
+            twice = repeated(names)
             if twice:
                 raise ValueError(f"options listed twice: {', '.join(twice)}")
             if len(names) != len(value):
@@ -159,7 +161,7 @@ class SignupDefinition(BaseModel):
     def _roles(cls, value: list[str] | None) -> list[str] | None:
         if value is None:
             return value
-        twice = sorted({r for r in value if value.count(r) > 1})
+        twice = repeated(value)
         if twice:
             raise ValueError(f"roles listed twice: {', '.join(twice)}")
         return value
