@@ -36,8 +36,9 @@ SERVING = Leases(
     run_lease_seconds=SERVING_RUN_LEASE_SECONDS,
     margin_seconds=SERVING_STEP_LEASE_MARGIN_SECONDS,
     budget_ms=DISCORD_BUDGET_MS,
-    # The bot's housekeeping runs once per tick interval, 5 s by default.
+    # The bot's housekeeping runs once per tick interval, 5 s by default, and so does its loop.
     housekeeping_seconds=5,
+    interval=5.0,
 )
 
 

@@ -41,7 +41,11 @@ from runner.states import Health, RunStatus, StepStatus
 class Reclaim:
     """Hand back (or give up on) the steps of runners that died; drop their stale run leases."""
 
-    housekeeping = True
+    # Every tick, not only at housekeeping: a dead runner's runs move as soon as its step's lease
+    # runs out (the serving loop wakes then: ``run_leases.next_wake``), which is what keeps a
+    # takeover inside its promise (docs/GUARANTEES.md). When nothing is stale its two reads are
+    # index range scans that stop at their first row.
+    housekeeping = False
 
     async def run(self, ctx: EngineContext) -> StageResult:
         outcome = await self._reclaim_transaction(ctx)

@@ -14,8 +14,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.records import DueRun
-from runner.schema import definitions, runs
-from runner.states import RUN_IN_PROGRESS, RUN_TICKABLE, RunStatus
+from runner.schema import definitions, runs, steps
+from runner.states import RUN_IN_PROGRESS, RUN_TICKABLE, RunStatus, StepStatus
 
 
 async def claim_start(
@@ -137,8 +137,9 @@ async def next_wake(conn: AsyncConnection, now: dt.datetime) -> dt.datetime | No
     """The earliest time a tick may have something to do (the serving loop sleeps until then):
     the earliest wake of a run nobody holds, or the earliest end of a live lease (a run held in
     process wakes itself before then; one held by a process that died is due when its lease runs
-    out). One statement of two index walks (``idx_evrun_wake``, ``idx_evrun_lease``), each
-    stopping at its first row."""
+    out), or the earliest end of a step's lease (one held by a runner that died is handed back
+    then). One statement of three index walks (``idx_evrun_wake``, ``idx_evrun_lease``,
+    ``idx_evstep_lease``), each stopping at its first row."""
     unheld_wake = (
         sa.select(runs.c.wake_at)
         .where(
@@ -158,8 +159,20 @@ async def next_wake(conn: AsyncConnection, now: dt.datetime) -> dt.datetime | No
         .limit(1)
         .scalar_subquery()
     )
-    row = (await conn.execute(sa.select(unheld_wake.label("wake"), lease_end.label("lease_end")))).one()
-    moments = [moment for moment in (row.wake, row.lease_end) if moment is not None]
+    # A step leased by a runner that died is handed back when its lease ends (the reclaim runs
+    # every tick): the tick then is what moves the run on (``idx_evstep_lease``).
+    step_lease_end = (
+        sa.select(steps.c.claim_expires_at)
+        .where(steps.c.status == StepStatus.RUNNING.value, steps.c.claim_expires_at >= now)
+        .order_by(steps.c.claim_expires_at)
+        .limit(1)
+        .scalar_subquery()
+    )
+    query = sa.select(
+        unheld_wake.label("wake"), lease_end.label("lease_end"), step_lease_end.label("step_lease_end")
+    )
+    row = (await conn.execute(query)).one()
+    moments = [moment for moment in (row.wake, row.lease_end, row.step_lease_end) if moment is not None]
     return min(moments) if moments else None
 
 

@@ -78,11 +78,9 @@ class Leases:
 
     def worst_case_seconds(self) -> float:
         """The longest a run can wait after its holder dies: a step claimed just before the kill
-        keeps its lease for budget + margin, the run's lease outlasts it by the run lease, and
-        the survivor's reclaim may run a housekeeping interval later."""
-        return (
-            self.budget_ms / 1000 + self.margin_seconds + self.run_lease_seconds + self.housekeeping_seconds
-        )
+        keeps its lease for budget + margin, a run between steps its run lease; the survivor's
+        loop wakes when either ends (``run_leases.next_wake``) and its reclaim runs at that tick."""
+        return max(self.budget_ms / 1000 + self.margin_seconds, self.run_lease_seconds)
 
 
 @dataclass

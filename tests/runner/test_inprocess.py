@@ -464,26 +464,27 @@ async def stale_run(world: World, lease_until: dt.datetime) -> int:
     return run_id
 
 
-async def test_housekeeping_runs_once_per_interval_not_on_every_tick(engine: AsyncEngine) -> None:
-    """With ``housekeeping_seconds=60`` the reclaim (like the rest of housekeeping) runs at the
-    first tick and then only once 60 s have passed: a step gone stale at t0+5 s is left alone
-    by a tick at t0+10 s and handed back by the one at t0+61 s (and the run then finishes)."""
+async def test_defect_a_dead_runners_step_waited_for_the_next_housekeeping_to_be_handed_back(
+    engine: AsyncEngine,
+) -> None:
+    """The reclaim ran only at housekeeping (once per tick interval), which added up to an
+    interval to every takeover: with two serving processes and one SIGKILLed, the survivor's
+    first send came 21.6 s after the kill against a promise of 20 s (issue 26 item 6). It runs
+    at every tick now, and the serving loop wakes when a step's lease ends: a step gone stale
+    at t0+5 s is handed back by a tick at t0+10 s although housekeeping is 60 s apart."""
     world = World(engine, settings=RunnerSettings(housekeeping_seconds=60))
     world.register(world.scripted.action("test.noop"))
     stale_at_t0 = await stale_run(world, T0 - dt.timedelta(seconds=1))
-    stale_later = await stale_run(world, T0 + dt.timedelta(seconds=5))
+    lease_end = T0 + dt.timedelta(seconds=5)
+    stale_later = await stale_run(world, lease_end)
 
     report = await world.tick(T0)
-    assert report.reclaimed == 1, "the first tick does the housekeeping"
+    assert report.reclaimed == 1
     assert (await world.run(stale_at_t0))["status"] == "completed"
+    assert await world.runner.next_wake() == lease_end, "the loop wakes when the dead runner's lease ends"
 
     report = await world.tick(T0 + dt.timedelta(seconds=10))
-    assert report.reclaimed == 0
-    held = (await world.steps_of(stale_later))[0]
-    assert (held["status"], held["claimed_by"]) == ("running", "dead:1"), "reclaimed between housekeepings"
-
-    report = await world.tick(T0 + dt.timedelta(seconds=61))
-    assert report.reclaimed == 1
+    assert report.reclaimed == 1, "handed back between housekeepings"
     assert (await world.run(stale_later))["status"] == "completed"
     assert [s["attempts"] for s in await world.steps_of(stale_later)] == [2]
 
