@@ -98,22 +98,22 @@ def test_the_sign_ups_aliases_are_checked_against_the_config_beside_the_steps() 
     spec = with_signup(
         {
             "options": ["going"],
-            "roles": ["staff", "raiders"],
+            "roles": ["staff", "warriors"],
             "attendee_role": "quizmaster",
-            "channel": "raids",
+            "channel": "warbands",
         }
     )
     checked = [check_parsed("raid.yaml", spec, validation_registry())]
     assert checked[0].valid
     asyncio.run(check_aliases(checked, config))
     found = [str(p) for p in checked[0].problems]
-    assert any("'signup.roles.1': role 'raiders' is not one of the role aliases" in line for line in found)
+    assert any("'signup.roles.1': role 'warriors' is not one of the role aliases" in line for line in found)
     assert any(
         "'signup.attendee_role': role 'quizmaster'" in line and "did you mean 'quizmasters'" in line
         for line in found
     ), found
     assert any(
-        "'signup.channel': channel 'raids' is not one of the channel aliases" in line for line in found
+        "'signup.channel': channel 'warbands' is not one of the channel aliases" in line for line in found
     )
     assert not any("signup.roles.0" in line for line in found)
 

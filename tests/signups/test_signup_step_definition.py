@@ -115,10 +115,10 @@ def test_the_signup_steps_channel_is_checked_against_the_config() -> None:
     config = load(EXAMPLE_CONFIG)
     specs = {
         "own.yaml": with_steps(
-            step("discord.signup", {"channel": "raids"}), signup={"options": ["going"], "closes": "end"}
+            step("discord.signup", {"channel": "warbands"}), signup={"options": ["going"], "closes": "end"}
         ),
         "signups.yaml": with_steps(
-            step("discord.signup"), signup={"options": ["going"], "closes": "end", "channel": "raids"}
+            step("discord.signup"), signup={"options": ["going"], "closes": "end", "channel": "warbands"}
         ),
     }
     checked = [check_parsed(name, spec, validation_registry()) for name, spec in specs.items()]
@@ -126,12 +126,12 @@ def test_the_signup_steps_channel_is_checked_against_the_config() -> None:
     asyncio.run(check_aliases(checked, config))
     own, from_signup = ([str(p) for p in item.problems] for item in checked)
     assert any(
-        line.startswith("own.yaml, phase 'main', 2nd step: channel 'raids' is not one of the channel aliases")
+        line.startswith("own.yaml, phase 'main', 2nd step: channel 'warbands' is not one of the channel aliases")
         for line in own
     ), own
     assert any(
         line.startswith(
-            "signups.yaml, phase 'main', 2nd step: channel 'raids' is not one of the channel aliases"
+            "signups.yaml, phase 'main', 2nd step: channel 'warbands' is not one of the channel aliases"
         )
         for line in from_signup
     ), from_signup
