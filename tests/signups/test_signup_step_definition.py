@@ -126,7 +126,9 @@ def test_the_signup_steps_channel_is_checked_against_the_config() -> None:
     asyncio.run(check_aliases(checked, config))
     own, from_signup = ([str(p) for p in item.problems] for item in checked)
     assert any(
-        line.startswith("own.yaml, phase 'main', 2nd step: channel 'warbands' is not one of the channel aliases")
+        line.startswith(
+            "own.yaml, phase 'main', 2nd step: channel 'warbands' is not one of the channel aliases"
+        )
         for line in own
     ), own
     assert any(
