@@ -85,6 +85,11 @@ _TAG_WORDS = {"int": "a whole number", "float": "a number", "bool": "true or fal
 # PyYAML's words for what authors most often get wrong, in theirs.
 _PLAIN_SYNTAX = {
     "found character '\\t' that cannot start any token": "a tab: YAML indents with spaces only",
+    # A value holding ": " (``content: Note: bring snacks``), or a key indented one space too far.
+    "mapping values are not allowed here": (
+        "mapping values are not allowed here: text with ': ' in it must be in quotes "
+        "(content: \"Note: bring snacks\"), and a key must line up with the keys above it"
+    ),
 }
 
 

@@ -10,6 +10,8 @@ with neither configured (the quick start), any alias is accepted. Nothing here i
 
 from __future__ import annotations
 
+import re
+
 from actions import mentions
 from actions.delivery import (
     Announcement,
@@ -89,6 +91,25 @@ class ConfigAliases:
                 f"channel {channel!r} is not one of the channel aliases in config (channels: {known}){hint}"
             ]
         return []
+
+
+# Where each of ``ConfigAliases.problems``' words is about, in a step's params: what a
+# validate problem names as its field (the action answers them as one "; "-joined error).
+_FIELD_OF = {
+    "ping role ": "params.ping_role",
+    "channel ": "params.channel",
+    "no GM channel": "params.channel",
+}
+_ONE_PROBLEM = re.compile("; (?=" + "|".join(re.escape(start) for start in _FIELD_OF) + ")")
+
+
+def located(error: str) -> list[tuple[str | None, str]]:
+    """An alias check's error as (field, problem) pairs, one per problem it joins."""
+    found = []
+    for problem in _ONE_PROBLEM.split(error):
+        field = next((f for start, f in _FIELD_OF.items() if problem.startswith(start)), None)
+        found.append((field, problem))
+    return found
 
 
 class AliasCheckDelivery:

@@ -11,6 +11,7 @@ Nothing here imports discord.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Sequence
@@ -20,11 +21,12 @@ from typing import Any
 
 from actions import build_registry
 from runner import schedule
-from runner.definitions import EventDefinition, ManualSchedule, load_file, validate
+from runner.definitions import EventDefinition, ManualSchedule, read_file, validate
 from runner.errors import DefinitionError, Problem
 from runner.preflight import preflight
 from runner.registry import ActionRegistry
-from wiring.aliases import AliasCheckDelivery
+from runner.suggestions import did_you_mean
+from wiring.aliases import AliasCheckDelivery, located
 from wiring.config import Config
 from wiring.signup_checks import signup_role_problems
 
@@ -34,6 +36,9 @@ class CheckedFile:
     path: Path
     definition: EventDefinition | None
     problems: list[Problem] = field(default_factory=list)
+    # What was read, when it did not validate: its aliases are still checked, so one run of
+    # validate reports a schema problem and an alias typo together.
+    raw: Any = None
 
     @property
     def valid(self) -> bool:
@@ -43,9 +48,13 @@ class CheckedFile:
 def check_file(path: Path, registry: ActionRegistry) -> CheckedFile:
     """A file on disk, read and validated."""
     try:
-        return CheckedFile(path, load_file(path, registry))
+        raw = read_file(path)
     except DefinitionError as exc:
         return CheckedFile(path, None, list(exc.problems))
+    try:
+        return CheckedFile(path, validate(raw, registry, file=str(path)))
+    except DefinitionError as exc:
+        return CheckedFile(path, None, list(exc.problems), raw=raw)
 
 
 def check_parsed(
@@ -59,7 +68,7 @@ def check_parsed(
     try:
         return CheckedFile(path, validate(raw, registry, file=str(path), now=now))
     except DefinitionError as exc:
-        return CheckedFile(path, None, list(exc.problems))
+        return CheckedFile(path, None, list(exc.problems), raw=raw)
 
 
 def checks_aliases(config: Config | None) -> bool:
@@ -79,13 +88,66 @@ async def check_aliases(checked: Sequence[CheckedFile], config: Config) -> None:
 
     registry = build_registry(AliasCheckDelivery(config), no_context)
     for item in checked:
+        item.problems[:] = [_with_role_aliases(p, config) for p in item.problems]
         if item.definition is None:
+            item.problems.extend(_raw_alias_problems(item, config))
             continue
         found = await preflight(registry, item.definition, scope=item.definition.run_scopes()[0])
         item.problems.extend(
-            Problem(p.message, file=str(item.path), phase=p.phase, step=p.step, field=p.field) for p in found
+            Problem(message, file=str(item.path), phase=p.phase, step=p.step, field=field or p.field)
+            for p in found
+            for field, message in (located(p.message) if p.field is None else [(p.field, p.message)])
         )
         item.problems.extend(signup_role_problems(item.definition, config, str(item.path)))
+
+
+def _with_role_aliases(problem: Problem, config: Config) -> Problem:
+    """A role given by its name (``'@Quiz Fans' is not a role alias``) gets the config's role
+    aliases listed, and the one its name looks like."""
+    if " is not a role alias " not in problem.message or not config.roles:
+        return problem
+    written = problem.message.split("'")[1] if problem.message.count("'") >= 2 else ""
+    looks_like = "-".join(written.strip("@<>&").lower().split())
+    known = ", ".join(sorted(config.roles))
+    hint = (
+        f"; did you mean {looks_like!r}?"
+        if looks_like in config.roles
+        else did_you_mean(looks_like, config.roles)
+    )
+    return dataclasses.replace(
+        problem, message=f"{problem.message}; the config's role aliases: {known}{hint}"
+    )
+
+
+def _raw_alias_problems(item: CheckedFile, config: Config) -> list[Problem]:
+    """The channels and ping roles a definition that did not validate names in its steps'
+    params, against the config: the typo is reported in the same run as the schema problem
+    (a step whose params did not validate says so already, and is left out)."""
+    raw = item.raw
+    phases = raw.get("phases") if isinstance(raw, dict) else None
+    found: list[Problem] = []
+    said = {(p.phase, p.step) for p in item.problems if p.field and p.field.startswith("params")}
+    for phase in phases if isinstance(phases, list) else []:
+        steps = phase.get("steps") if isinstance(phase, dict) else None
+        key = phase.get("key") if isinstance(phase, dict) else None
+        for index, step in enumerate(steps if isinstance(steps, list) else []):
+            params = step.get("params") if isinstance(step, dict) else None
+            if not isinstance(params, dict) or (key, index) in said:
+                continue
+            channel, role = params.get("channel"), params.get("ping_role")
+            for name, known, what, where in (
+                (channel, config.channels, "channel", "params.channel"),
+                (role, config.roles, "ping role", "params.ping_role"),
+            ):
+                alias = name.removeprefix("#") if isinstance(name, str) else None
+                if alias and known and not alias.isdigit() and alias not in known:
+                    kind = what.split()[-1]
+                    message = (
+                        f"{what} {alias!r} is not one of the {kind} aliases in config "
+                        f"({kind}s: {', '.join(sorted(known))}){did_you_mean(alias, known)}"
+                    )
+                    found.append(Problem(message, file=str(item.path), phase=key, step=index, field=where))
+    return found
 
 
 def check_keys(checked: Sequence[CheckedFile]) -> None:

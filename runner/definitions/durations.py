@@ -18,7 +18,7 @@ def duration_seconds(value: str | int | float) -> float:
     """``90``, ``"90s"``, ``"5m"``, ``"1h30m"`` -> seconds. A number too large for a float is
     infinite (the caller's upper bound refuses it)."""
     if isinstance(value, bool):
-        raise ValueError("a duration is a number of seconds or text like '5m' or '1h30m'")
+        raise ValueError("a duration is a number of seconds or text like '90s', '5m', '1h30m' or '2d'")
     if isinstance(value, int | float):
         try:
             return float(value)
@@ -29,7 +29,9 @@ def duration_seconds(value: str | int | float) -> float:
     if not text or not match or not any(match.groups()):
         if _NUMBER.fullmatch(text):
             return float(text)
-        raise ValueError(f"{value[:40]!r} is not a duration (use seconds, or text like '5m' or '1h30m')")
+        raise ValueError(
+            f"{value[:40]!r} is not a duration (use seconds, or text like '90s', '5m', '1h30m' or '2d')"
+        )
     days, hours, minutes, seconds = match.groups()
     return int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes or 0) * 60 + float(seconds or 0)
 

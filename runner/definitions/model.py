@@ -142,6 +142,11 @@ def _not_plain(params: dict[str, Any]) -> str | None:
             return f"params hold more than {MAX_PARAM_NODES} values (YAML aliases repeated?)"
         if isinstance(value, dict):
             for key, item in value.items():
+                if isinstance(key, bool):
+                    return (
+                        f"{where or 'params'}: the key {key!r} is not text: YAML reads a bare on, off, "
+                        'yes or no as true or false, so write it in quotes ("on": …)'
+                    )
                 if not isinstance(key, str):
                     return f"{where or 'params'}: the key {key!r} is not text"
                 stack.append((item, f"{where}.{key}" if where else key))

@@ -100,15 +100,16 @@ def test_defect_13_validate_checks_every_alias_against_the_config_all_problems_a
     assert result.code == 1
     assert "3 problems" in result.out, result.out
     assert (
-        "phase 'main', 1st step: channel 'town-square' is not one of the channel aliases in config"
+        "phase 'main', 1st step, field 'params.channel': channel 'town-square' is not one of the channel aliases in config"
         in result.out
     )
     assert (
-        "phase 'main', 2nd step: no GM channel: the step names none and gm_channel is not configured"
+        "phase 'main', 2nd step, field 'params.channel': no GM channel: the step names none and gm_channel is not configured"
         in result.out
     )
     assert (
-        "phase 'main', 3rd step: ping role 'raidres' is not one of the role aliases in config" in result.out
+        "phase 'main', 3rd step, field 'params.ping_role': ping role 'raidres' is not one of the role aliases in config"
+        in result.out
     )
 
 

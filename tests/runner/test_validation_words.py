@@ -274,7 +274,7 @@ def test_an_unknown_channel_alias_suggests_the_configured_one(
         config=True,
     )
     assert lines == [
-        "phase 'main', 1st step: channel 'anouncements' is not one of the channel aliases in config "
+        "phase 'main', 1st step, field 'params.channel': channel 'anouncements' is not one of the channel aliases in config "
         "(channels: announcements, gm-cues); did you mean 'announcements'?"
     ]
 
@@ -289,7 +289,7 @@ def test_an_unknown_role_alias_suggests_the_configured_one(
         config=True,
     )
     assert lines == [
-        "phase 'main', 1st step: ping role 'game-master' is not one of the role aliases in config "
+        "phase 'main', 1st step, field 'params.ping_role': ping role 'game-master' is not one of the role aliases in config "
         "(roles: game-masters, quiz-fans); did you mean 'game-masters'?"
     ]
 
@@ -304,7 +304,7 @@ def test_an_alias_with_nothing_near_it_gets_no_suggestion(
         config=True,
     )
     assert lines == [
-        "phase 'main', 1st step: channel 'lobby' is not one of the channel aliases in config "
+        "phase 'main', 1st step, field 'params.channel': channel 'lobby' is not one of the channel aliases in config "
         "(channels: announcements, gm-cues)"
     ]
 

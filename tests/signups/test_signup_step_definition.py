@@ -127,13 +127,13 @@ def test_the_signup_steps_channel_is_checked_against_the_config() -> None:
     own, from_signup = ([str(p) for p in item.problems] for item in checked)
     assert any(
         line.startswith(
-            "own.yaml, phase 'main', 2nd step: channel 'warbands' is not one of the channel aliases"
+            "own.yaml, phase 'main', 2nd step, field 'params.channel': channel 'warbands' is not one of the channel aliases"
         )
         for line in own
     ), own
     assert any(
         line.startswith(
-            "signups.yaml, phase 'main', 2nd step: channel 'warbands' is not one of the channel aliases"
+            "signups.yaml, phase 'main', 2nd step, field 'params.channel': channel 'warbands' is not one of the channel aliases"
         )
         for line in from_signup
     ), from_signup

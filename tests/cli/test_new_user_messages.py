@@ -1,0 +1,87 @@
+"""What ``python -m bot validate`` says to a new user's usual mistakes (issue 26 item 5): each
+names what is wrong, where, and the fix, where it used to say something true but unhelpful."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import Cli, write_yaml
+
+EXAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "config.example.yaml"
+HEAD = """\
+key: x
+title: X
+schedule: manual
+phases:
+  - key: main
+    label: Main
+    steps:
+"""
+
+CASES = [
+    (
+        "a bare on as a params key",
+        HEAD + "      - action: discord.thread\n        params: {name: chat, on: Call}\n",
+        ["field 'params': params: the key True is not text", 'so write it in quotes ("on": …)'],
+    ),
+    (
+        "an unquoted ': ' in text",
+        HEAD + "      - action: discord.announce\n        params:\n          channel: announcements\n"
+        "          content: Note: bring snacks\n",
+        ["line 11", "text with ': ' in it must be in quotes"],
+    ),
+    (
+        "one stray space before a key",
+        "key: x\ntitle: X\n schedule: manual\n",
+        ["line 3", "a key must line up with the keys above it"],
+    ),
+    (
+        "a six-field cron",
+        "key: x\ntitle: X\nschedule: {cron: '0 0 20 * * FRI', timezone: UTC}\n"
+        "phases: [{key: main, label: Main, steps: [{action: core.wait, params: {duration: 1m}}]}]\n",
+        ["field 'schedule.cron'", "use five fields (minute hour day-of-month month day-of-week)"],
+    ),
+    (
+        "a channel written with its #",
+        HEAD + "      - action: discord.announce\n        params:\n          channel: #announcements\n"
+        "          content: hi\n",
+        ["field 'params.channel'", "a # after the colon starts a YAML comment"],
+    ),
+    (
+        "a role given by its name",
+        HEAD + "      - action: discord.announce\n        params: {channel: announcements, content: hi, "
+        "ping_role: '@Quiz Fans'}\n",
+        ["field 'params.ping_role'", "the config's role aliases: ", "did you mean 'quiz-fans'?"],
+    ),
+    (
+        "a duration in an unknown unit",
+        HEAD + "      - action: core.wait\n        params: {duration: 2x}\n",
+        ["'2x' is not a duration", "'2d'"],
+    ),
+    (
+        "an alias typo names its field",
+        HEAD + "      - action: discord.announce\n        params: {channel: anouncements, content: hi}\n",
+        ["1st step, field 'params.channel': channel 'anouncements' is not one of the channel aliases"],
+    ),
+    (
+        "a schema problem and an alias typo in one file",
+        "key: x\ntitle: X\nschedule: manual\nbogus: 1\n"
+        + HEAD.split("schedule: manual\n")[1]
+        + "      - action: discord.announce\n        params: {channel: anouncements, content: hi}\n",
+        ["field 'bogus': unknown field 'bogus'", "field 'params.channel': channel 'anouncements'"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "said"), [(text, said) for _, text, said in CASES], ids=[c[0] for c in CASES]
+)
+def test_a_new_users_mistake_is_answered_with_the_fix(
+    cli: Cli, tmp_path: Path, text: str, said: list[str]
+) -> None:
+    result = cli("validate", write_yaml(tmp_path / "event.yaml", text), "--config", EXAMPLE_CONFIG)
+    assert result.code == 1
+    for words in said:
+        assert words in result.out, result.out
