@@ -35,6 +35,7 @@ from cli.database import cmd_migrate, cmd_runs
 from cli.definitions import cmd_publish, cmd_validate
 from cli.health import DESCRIPTION as HEALTH_DESCRIPTION
 from cli.health import cmd_health
+from cli.invite import cmd_invite
 from cli.rehearse import cmd_rehearse
 from cli.serve import cmd_run, cmd_sync
 from cli.upcoming import DEFAULT_COUNT, cmd_upcoming
@@ -231,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
         "check event definitions against the schema and each action's params",
         "Check each FILE completely: the schema (keys, phases, schedule, grace, scopes) and every\n"
         "step's params against the action it names. Every problem is printed with its file,\n"
-        "phase, step (counted from 0) and field. A directory stands for its *.yaml/*.yml files.\n"
+        "phase, step (by its place: 1st step) and field. A directory stands for its *.yaml/*.yml files.\n"
         "A scheduled event's next three occurrences are printed, in its own time zone and UTC;\n"
         "a once that is already over is refused.\n\n"
         "When the config (--config, else ./config.yaml) names channels or roles, every channel\n"
@@ -289,6 +290,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     health.add_argument("--json", action="store_true", help="one JSON object, for tools")
     _add_database(health, "check this database")
+
+    invite = command(
+        "invite",
+        "print the URL that adds the bot with exactly the permissions its events need",
+        "Print the OAuth2 URL that invites the bot to a server with the permissions the config\n"
+        "and the event definitions (FILES, default: the config's definitions_dir) need, and why\n"
+        "each: posting and embeds always; Manage Events for the Events tab; threads with a\n"
+        "discord.thread step; Manage Roles with an attendee_role. The application id is\n"
+        "--client-id, or read from DISCORD_TOKEN (never printed).",
+        cmd_invite,
+    )
+    invite.add_argument("files", nargs="*", metavar="FILE", help="definition files or folders")
+    invite.add_argument("--client-id", metavar="ID", help="the application id (default: from DISCORD_TOKEN)")
 
     upcoming = command(
         "upcoming",

@@ -88,7 +88,7 @@ _PLAIN_SYNTAX = {
     # A value holding ": " (``content: Note: bring snacks``), or a key indented one space too far.
     "mapping values are not allowed here": (
         "mapping values are not allowed here: text with ': ' in it must be in quotes "
-        "(content: \"Note: bring snacks\"), and a key must line up with the keys above it"
+        '(content: "Note: bring snacks"), and a key must line up with the keys above it'
     ),
 }
 

@@ -222,7 +222,9 @@ def _has(value: Any, key: str) -> bool:
 def _kind_of(value: Any) -> str:
     if value is None:
         # ``channel: #announcements`` reads as empty: the # began a comment.
-        return "empty (a # after the colon starts a YAML comment: write '#name' in quotes, or leave the # out)"
+        return (
+            "empty (a # after the colon starts a YAML comment: write '#name' in quotes, or leave the # out)"
+        )
     if isinstance(value, bool):
         return f"{str(value).lower()}"
     if isinstance(value, int | float):
