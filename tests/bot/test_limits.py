@@ -14,6 +14,7 @@ from bot.cue_messages import cue_embed
 from bot.discord_delivery import nonce_for
 from bot.log_lines import batch_lines
 from bot.rendering import status_embed
+from runner.kinds import Actor
 from runner.views import PhaseView, RunView, StepContext, StepView
 
 
@@ -35,7 +36,9 @@ def test_the_largest_cue_a_definition_allows_fits_in_one_embed() -> None:
 def test_the_status_embed_stays_within_discords_limits_for_any_run() -> None:
     """A run with 40 phases of 30 long steps each still renders as one valid embed."""
     now = dt.datetime(2026, 1, 1)
-    step = StepView(1, "p", 0, "L" * 200, "gm.cue", "failed", False, now, 3, "E" * 500, "x", None)
+    step = StepView(
+        1, "p", 0, "L" * 200, "gm.cue", "failed", False, now, 3, "E" * 500, Actor(None, "x"), None
+    )
     phases = [PhaseView(f"p{i}", "P" * 200, i == 3, [step] * 30) for i in range(40)]
     run = RunView(
         1,
@@ -49,7 +52,7 @@ def test_the_status_embed_stays_within_discords_limits_for_any_run() -> None:
         now,
         now,
         None,
-        "x",
+        Actor(None, "x"),
         "E" * 500,
         1,
         phases,
