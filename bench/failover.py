@@ -27,7 +27,11 @@ from bench.results import Options, Result, median
 from runner.clock import SystemClock
 from runner.controls import Controls
 from runner.db import create_engine
-from runner.engine.core import SERVING_RUN_LEASE_SECONDS, SERVING_STEP_LEASE_MARGIN_SECONDS
+from runner.engine.core import (
+    SERVING_RUN_LEASE_AFTER_STEP_SECONDS,
+    SERVING_RUN_LEASE_SECONDS,
+    SERVING_STEP_LEASE_MARGIN_SECONDS,
+)
 from tests.reliability.failover import GOAL_SECONDS, Leases, one_round, start_child
 
 KILLS = 10
@@ -39,6 +43,7 @@ SERVING = Leases(
     # The bot's housekeeping runs once per tick interval, 5 s by default, and so does its loop.
     housekeeping_seconds=5,
     interval=5.0,
+    after_step_seconds=SERVING_RUN_LEASE_AFTER_STEP_SECONDS,
 )
 
 

@@ -56,7 +56,7 @@ async def renew_for_claim(
     margin = dt.timedelta(seconds=ctx.settings.step_lease_margin_seconds)
     if lease.until >= step_lease + margin and not on_galera(conn):
         return
-    until = step_lease + dt.timedelta(seconds=ctx.settings.run_lease_seconds)
+    until = step_lease + ctx.settings.after_step
     if until <= lease.until:
         # Already covered (a wait held in process leased it further); the row must still change.
         until = lease.until + dt.timedelta(milliseconds=1)

@@ -33,10 +33,20 @@ class RunnerSettings:
     # How long a run lease lasts before another runner may take the run over. Renewed while a
     # tick works on the run, so it only matters when the holder died.
     run_lease_seconds: float = 60.0
+    # How long a run's lease outlasts the lease of the step its holder claims (the holder settles
+    # the step, then claims the next or renews): None is ``run_lease_seconds``. What a dead
+    # holder's runs wait past its step's lease, so the serving bot keeps it short.
+    run_lease_after_step_seconds: float | None = None
     # A step's lease is its action's budget plus this margin.
     step_lease_margin_seconds: float = 15.0
     # The most steps one run advances in one tick, so one long event cannot starve the others.
     steps_per_tick: int = 25
+
+    @property
+    def after_step(self) -> dt.timedelta:
+        after = self.run_lease_after_step_seconds
+        return dt.timedelta(seconds=self.run_lease_seconds if after is None else after)
+
     # How many runs one tick advances at the same time (fan-out: 500 announcements at Discord's
     # 50 per second need several in flight at once; far more than that only makes every run wait
     # its turn for the database, on SQLite's one connection above all). Measured: bench/fanout.
@@ -80,6 +90,7 @@ class RunnerSettings:
 
 SERVING_RUN_LEASE_SECONDS = 5.0
 SERVING_STEP_LEASE_MARGIN_SECONDS = 3.0
+SERVING_RUN_LEASE_AFTER_STEP_SECONDS = 1.0
 
 
 def serving_settings(interval: float, **overrides: Any) -> RunnerSettings:
@@ -95,6 +106,9 @@ def serving_settings(interval: float, **overrides: Any) -> RunnerSettings:
         # that a slow COMMIT left short, so the margin need only cover clocks and scheduling).
         "run_lease_seconds": SERVING_RUN_LEASE_SECONDS,
         "step_lease_margin_seconds": SERVING_STEP_LEASE_MARGIN_SECONDS,
+        # The run's lease ends 1 s after its step's, not a whole run lease later: the takeover
+        # of a dead holder's run waits for its step's lease and this, 14 s (issue 26 item 6).
+        "run_lease_after_step_seconds": SERVING_RUN_LEASE_AFTER_STEP_SECONDS,
     }
     values.update(overrides)
     return RunnerSettings(**values)

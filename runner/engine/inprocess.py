@@ -66,15 +66,15 @@ class InProcess:
         budget = dt.timedelta(milliseconds=action.budget_ms if action else 1000)
         margin = dt.timedelta(seconds=ctx.settings.step_lease_margin_seconds)
         step_lease = now + budget + margin
-        run_lease = step_lease + dt.timedelta(seconds=ctx.settings.run_lease_seconds)
+        run_lease = step_lease + ctx.settings.after_step
         return Handover(ctx.owner, run_lease, step_lease, action.version if action else None)
 
     def drive_started(self, ctx: EngineContext, started: catalog.StartedHere) -> None:
         run = started.run
         assert run.claim_expires_at is not None
         lease = Lease(run.id, run.claim_expires_at, run.nudges)
-        # ``handover`` leased the run for the step's lease plus a run lease: the step's is that.
-        step_lease = run.claim_expires_at - dt.timedelta(seconds=ctx.settings.run_lease_seconds)
+        # ``handover`` leased the run for the step's lease and ``after_step``: the step's is that.
+        step_lease = run.claim_expires_at - ctx.settings.after_step
         lease.claimed[started.steps[0].id] = step_lease
         self._spawn(run.id, self._drive_here(ctx, lease, started))
 

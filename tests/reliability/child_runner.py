@@ -202,6 +202,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="waits up to this long are slept through in process, as the serving bot does",
     )
     parser.add_argument(
+        "--after-step-seconds",
+        type=float,
+        default=None,
+        help="how long the run's lease outlasts its step's (default: --lease-seconds)",
+    )
+    parser.add_argument(
         "--housekeeping-seconds",
         type=float,
         default=0.0,
@@ -228,6 +234,7 @@ async def serve(args: argparse.Namespace) -> None:
         steps_per_tick=args.steps_per_tick,
         hold_in_process_seconds=args.hold_seconds,
         housekeeping_seconds=args.housekeeping_seconds,
+        run_lease_after_step_seconds=args.after_step_seconds,
     )
     runner = Runner(engine, build_registry(journal, probe, args), owner=args.owner, settings=settings)
     loop = RunnerLoop(runner, interval=args.interval)

@@ -59,6 +59,7 @@ class Leases:
     housekeeping_seconds: float  # how often the reclaim runs
     hold_seconds: float = 30.0  # hold_in_process_seconds, as the serving bot
     interval: float = 1.0
+    after_step_seconds: float | None = None  # run_lease_after_step_seconds (None: the run lease)
 
     def child_options(self) -> dict[str, Any]:
         return {
@@ -68,6 +69,9 @@ class Leases:
             "housekeeping_seconds": self.housekeeping_seconds,
             "hold_seconds": self.hold_seconds,
             "interval": self.interval,
+            **(
+                {"after_step_seconds": self.after_step_seconds} if self.after_step_seconds is not None else {}
+            ),
             "max_sleep": 0.05,
             "max_attempts": 10,
         }
@@ -78,9 +82,11 @@ class Leases:
 
     def worst_case_seconds(self) -> float:
         """The longest a run can wait after its holder dies: a step claimed just before the kill
-        keeps its lease for budget + margin, a run between steps its run lease; the survivor's
-        loop wakes when either ends (``run_leases.next_wake``) and its reclaim runs at that tick."""
-        return max(self.budget_ms / 1000 + self.margin_seconds, self.run_lease_seconds)
+        keeps its lease for budget + margin and the run's outlasts it by ``after_step``; a run
+        between steps keeps its run lease. The survivor's loop wakes when the run's lease ends
+        (``run_leases.next_wake``) and its reclaim runs at that tick."""
+        after = self.run_lease_seconds if self.after_step_seconds is None else self.after_step_seconds
+        return max(self.budget_ms / 1000 + self.margin_seconds + after, self.run_lease_seconds)
 
 
 @dataclass
