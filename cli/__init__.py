@@ -295,10 +295,11 @@ def build_parser() -> argparse.ArgumentParser:
         "invite",
         "print the URL that adds the bot with exactly the permissions its events need",
         "Print the OAuth2 URL that invites the bot to a server with the permissions the config\n"
-        "and the event definitions (FILES, default: the config's definitions_dir) need, and why\n"
-        "each: posting and embeds always; Manage Events for the Events tab; threads with a\n"
-        "discord.thread step; Manage Roles with an attendee_role. The application id is\n"
-        "--client-id, or read from DISCORD_TOKEN (never printed).",
+        "and the event definitions (FILES, default: the config's definitions_dir, the base only\n"
+        "while it does not exist) need, and why each: posting and embeds always; Manage Events\n"
+        "for the Events tab; threads with a discord.thread step; Manage Roles with an\n"
+        "attendee_role. The application id is --client-id, or read from DISCORD_TOKEN (never\n"
+        "printed). Exit code 1 if a definition is invalid or no application id is known.",
         cmd_invite,
     )
     invite.add_argument("files", nargs="*", metavar="FILE", help="definition files or folders")

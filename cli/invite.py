@@ -6,9 +6,11 @@ What needs what is the bot's own list, the one preflight and ``/event health`` c
 (``bot.discord_delivery``'s SEND, EMBED and THREAD): every bot posts and embeds; Manage Events
 when an event is listed in the Events tab; Create Public Threads, Send Messages in Threads and
 Manage Threads (to take a member out) with a ``discord.thread`` step; Manage Roles with an
-``attendee_role``; Mention Everyone with ``announce.allow_everyone``. The application id is
-``--client-id``, or read from the token in ``DISCORD_TOKEN`` (its first part is the bot's id);
-the token itself is never printed."""
+``attendee_role``; Mention Everyone with ``announce.allow_everyone``. The definitions are files
+(the config's ``definitions_dir`` by default, the folder ``publish`` reads), not the database:
+the invite comes before the database in setup, and a missing ``definitions_dir`` asks for the
+base only, saying so. The application id is ``--client-id``, or read from the token in
+``DISCORD_TOKEN`` (its first part is the bot's id); the token itself is never printed."""
 
 from __future__ import annotations
 
@@ -17,12 +19,13 @@ import base64
 import binascii
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlencode
 
 import discord
 
-from bot.discord_delivery import EMBED, SEND, THREAD
-from cli.common import EXIT_FAILED, EXIT_OK, CommandFailed, load_config
+from bot.discord_delivery import EMBED, SEND, THREAD, permission_name
+from cli.common import EXIT_FAILED, EXIT_OK, CommandFailed, UsageError, load_config, plural
 from cli.definitions import check_files, definition_files
 from runner.definitions import EventDefinition
 from runner.preflight import THREAD_ACTION
@@ -56,9 +59,9 @@ def needed(config: Config, definitions: Iterable[EventDefinition]) -> list[Neede
 
 
 def application_id(given: str | None, token: str | None) -> str:
-    if given:
-        if not given.isdigit():
-            raise CommandFailed(f"--client-id {given!r} is not an application id (digits only)")
+    if given is not None:
+        if not (given.isascii() and given.isdigit()):
+            raise UsageError(f"--client-id {given!r} is not an application id (digits only)")
         return given
     if token:
         first = token.split(".", 1)[0]
@@ -80,19 +83,40 @@ def invite_url(client_id: str, permissions: Iterable[str]) -> str:
     return f"{AUTHORIZE}?{urlencode(query)}"
 
 
-def cmd_invite(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
-    paths = definition_files(args.files or [config.definitions_dir])
-    checked = check_files(paths)
+def _definitions(args: argparse.Namespace, config: Config) -> list[EventDefinition] | None:
+    """The definitions FILES name (default: ``definitions_dir``), or None after printing why
+    some cannot be read. A ``definitions_dir`` not written yet is no definitions: the invite
+    usually comes first in setup."""
+    if not args.files and not Path(config.definitions_dir).exists():
+        print(f"no event definitions yet ({config.definitions_dir}/, definitions_dir): the base only")
+        return []
+    checked = check_files(definition_files(args.files or [config.definitions_dir]))
     invalid = [item for item in checked if not item.valid]
     for item in invalid:
-        print(f"FAIL  {item.path}: fix it first (python -m bot validate {item.path})")
+        print(f"FAIL  {item.path}: {plural(len(item.problems), 'problem')}")
+        for problem in item.problems:
+            print(f"      {problem}")
     if invalid:
+        print("no invite: fix the definitions above (python -m bot validate shows the same)")
+        return None
+    return [item.definition for item in checked if item.definition is not None]
+
+
+def cmd_invite(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    client_id = application_id(args.client_id, token_from_env())
+    definitions = _definitions(args, config)
+    if definitions is None:
         return EXIT_FAILED
-    definitions = [item.definition for item in checked if item.definition is not None]
     found = needed(config, definitions)
-    print(invite_url(application_id(args.client_id, token_from_env()), [n.permission for n in found]))
-    print(f"\npermissions for {len(definitions)} event definition(s):")
+    print(invite_url(client_id, [n.permission for n in found]))
+    print(f"\npermissions for {plural(len(definitions), 'event definition')}:")
     for each in found:
-        print(f"  {each.permission.replace('_', ' ')}: {each.why}")
+        print(f"  {permission_name(each.permission)}: {each.why}")
+    if config.announce.allowed_ping_roles and not config.announce.allow_everyone:
+        # Whether a role is mentionable is only known in Discord; health and preflight check it.
+        print(
+            f"  not asked, {permission_name('mention_everyone')}: a ping role that is not mentionable "
+            "needs it (or make the role mentionable); /event health says which"
+        )
     return EXIT_OK
