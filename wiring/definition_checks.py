@@ -127,9 +127,11 @@ def _raw_alias_problems(item: CheckedFile, config: Config) -> list[Problem]:
     phases = raw.get("phases") if isinstance(raw, dict) else None
     found: list[Problem] = []
     said = {(p.phase, p.step) for p in item.problems if p.field and p.field.startswith("params")}
-    for phase in phases if isinstance(phases, list) else []:
+    for place, phase in enumerate(phases if isinstance(phases, list) else []):
         steps = phase.get("steps") if isinstance(phase, dict) else None
         key = phase.get("key") if isinstance(phase, dict) else None
+        # Named as validation names a phase: its key, or its place when the key is not text.
+        key = key if isinstance(key, str) and key else f"#{place}"
         for index, step in enumerate(steps if isinstance(steps, list) else []):
             params = step.get("params") if isinstance(step, dict) else None
             if not isinstance(params, dict) or (key, index) in said:
