@@ -93,7 +93,9 @@ def test_a_fragment_is_marked_only_when_it_lacks_a_field_of_a_whole_event() -> N
     whole = [
         where
         for where, mark, text in blocks()
-        if mark == "fragment" and isinstance(raw := yaml.safe_load(text), dict) and FILLED.keys() <= raw.keys()
+        if mark == "fragment"
+        and isinstance(raw := yaml.safe_load(text), dict)
+        and FILLED.keys() <= raw.keys()
     ]
     assert whole == []
 
