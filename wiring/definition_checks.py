@@ -127,9 +127,12 @@ def _raw_alias_problems(item: CheckedFile, config: Config) -> list[Problem]:
     phases = raw.get("phases") if isinstance(raw, dict) else None
     found: list[Problem] = []
     said = {(p.phase, p.step) for p in item.problems if p.field and p.field.startswith("params")}
-    for phase in phases if isinstance(phases, list) else []:
+    for number, phase in enumerate(phases if isinstance(phases, list) else []):
         steps = phase.get("steps") if isinstance(phase, dict) else None
+        # Named as the schema's problems name a phase (its key, else its place), so a step they
+        # reported is matched, and a key that is a list or a mapping is never hashed.
         key = phase.get("key") if isinstance(phase, dict) else None
+        key = key if isinstance(key, str) and key else f"#{number}"
         for index, step in enumerate(steps if isinstance(steps, list) else []):
             params = step.get("params") if isinstance(step, dict) else None
             if not isinstance(params, dict) or (key, index) in said:

@@ -282,6 +282,10 @@ def _params_words(
     beside: tuple[str, ...],
 ) -> list[Problem]:
     value = params if params is not None else {}
+    if isinstance(value, dict):
+        # A key that is not text (a bare on read as true) is reported once, with the fix, by the
+        # definition's own check; the action's model would add "keys should be strings" at 'params.1'.
+        value = {key: item for key, item in value.items() if isinstance(key, str)}
     try:
         model.model_validate(value)
     except ValidationError as exc:

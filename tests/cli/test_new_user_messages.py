@@ -85,3 +85,32 @@ def test_a_new_users_mistake_is_answered_with_the_fix(
     assert result.code == 1
     for words in said:
         assert words in result.out, result.out
+
+
+def test_defect_a_bare_on_is_reported_once_with_its_fix(cli: Cli, tmp_path: Path) -> None:
+    """Before: beside the line that says to quote "on", the thread action's own check added
+    "field 'params.1': keys should be strings", a second problem at a field the author never
+    wrote. Now the key is reported once, and the rest of the step's params are still checked."""
+    text = (
+        HEAD
+        + "      - action: discord.thread\n        params: {name: chat, on: Call, auto_archive_minutes: 5}\n"
+    )
+    result = cli("validate", write_yaml(tmp_path / "event.yaml", text), "--config", EXAMPLE_CONFIG)
+    assert result.code == 1
+    assert "2 problems" in result.out, result.out
+    assert 'so write it in quotes ("on": …)' in result.out
+    assert "field 'params.auto_archive_minutes'" in result.out
+    assert "keys should be strings" not in result.out
+
+
+def test_defect_a_phase_key_that_is_a_list_does_not_crash_the_alias_check(cli: Cli, tmp_path: Path) -> None:
+    """Before: the alias check that reports a typo beside a schema problem put the phase's raw
+    key in a set, so ``key: [main]`` ended validate with a TypeError (the definition fuzz test
+    found it). Now the phase is named by its place, as the schema's problem names it."""
+    text = HEAD.replace("  - key: main\n", "  - key: [main]\n") + (
+        "      - action: discord.announce\n        params: {channel: anouncements, content: hi}\n"
+    )
+    result = cli("validate", write_yaml(tmp_path / "event.yaml", text), "--config", EXAMPLE_CONFIG)
+    assert result.code == 1
+    assert "phase '#0', field 'key': must be text, not a list" in result.out
+    assert "phase '#0', 1st step, field 'params.channel': channel 'anouncements'" in result.out
