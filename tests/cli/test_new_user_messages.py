@@ -114,3 +114,26 @@ def test_defect_a_phase_key_that_is_a_list_does_not_crash_the_alias_check(cli: C
     assert result.code == 1
     assert "phase '#0', field 'key': must be text, not a list" in result.out
     assert "phase '#0', 1st step, field 'params.channel': channel 'anouncements'" in result.out
+
+
+def test_defect_a_schema_problem_hid_the_reminders_and_the_signups_alias_typos(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Before: beside a schema problem only the steps' aliases were checked, so a typo in a
+    reminder's or the sign-up's channel showed only after the first was fixed. Now all come in
+    one run, each at its field."""
+    text = (
+        "key: x\ntitle: X\nbogus: 1\nschedule: {cron: '0 20 * * FRI', timezone: UTC}\n"
+        "reminders:\n  - {before: 1h, channel: anouncements, content: soon, ping_role: quiz-fanz}\n"
+        "signup: {channel: raidz, options: [going]}\n" + HEAD.split("schedule: manual\n")[1]
+    ) + "      - action: core.wait\n        params: {duration: 1m}\n"
+    result = cli("validate", write_yaml(tmp_path / "event.yaml", text), "--config", EXAMPLE_CONFIG)
+    assert result.code == 1
+    assert "4 problems" in result.out, result.out
+    for said in (
+        "field 'bogus': unknown field 'bogus'",
+        "field 'reminders.0.channel': channel 'anouncements' is not one of the channel aliases",
+        "field 'reminders.0.ping_role': ping role 'quiz-fanz' is not one of the role aliases",
+        "field 'signup.channel': channel 'raidz' is not one of the channel aliases",
+    ):
+        assert said in result.out, result.out
