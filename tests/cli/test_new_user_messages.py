@@ -50,6 +50,17 @@ CASES = [
         ["field 'params.channel'", "a # after the colon starts a YAML comment"],
     ),
     (
+        "a channel written with its # inside braces",
+        HEAD + "      - action: discord.announce\n        params: {channel: #announcements, content: hi}\n",
+        ["line 9: a # after a space starts a YAML comment", "write '#name' in quotes"],
+    ),
+    (
+        "the sign-up's channel written with its #",
+        HEAD.replace("phases:", "signup:\n  channel: #raids\n  options: [going]\nphases:")
+        + "      - action: core.wait\n        params: {duration: 1m}\n",
+        ["field 'signup.channel': empty (a # after the colon starts a YAML comment"],
+    ),
+    (
         "a role given by its name",
         HEAD + "      - action: discord.announce\n        params: {channel: announcements, content: hi, "
         "ping_role: '@Quiz Fans'}\n",
