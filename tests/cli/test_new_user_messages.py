@@ -44,6 +44,12 @@ CASES = [
         ["field 'schedule.cron'", "use five fields (minute hour day-of-month month day-of-week)"],
     ),
     (
+        "a four-field cron",
+        "key: x\ntitle: X\nschedule: {cron: '0 20 * FRI', timezone: UTC}\n"
+        "phases: [{key: main, label: Main, steps: [{action: core.wait, params: {duration: 1m}}]}]\n",
+        ["field 'schedule.cron'", "use five fields (minute hour day-of-month month day-of-week)"],
+    ),
+    (
         "a channel written with its #",
         HEAD + "      - action: discord.announce\n        params:\n          channel: #announcements\n"
         "          content: hi\n",
