@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from runner.definitions import duration_seconds
+from runner.definitions.durations import UNITS
 from runner.dispatch import MAX_HOLD_SECONDS
 from runner.registry import Action, Envelope
 from runner.states import AnswerKey
@@ -20,13 +21,13 @@ from runner.states import AnswerKey
 class WaitParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    duration: float = Field(description="seconds, or text like '90s', '5m', '1h30m'")
+    duration: float = Field(description="seconds, or text like '90s', '5m', '1h30m', '2d'")
 
     @field_validator("duration", mode="before")
     @classmethod
     def _parse(cls, value: Any) -> float:
         if not isinstance(value, str | int | float) or isinstance(value, bool):
-            raise ValueError("a duration is a number of seconds or text like '5m' or '1h30m'")
+            raise ValueError(f"a duration is a number of seconds or text like '5m', '1h30m' or '2d': {UNITS}")
         seconds = duration_seconds(value)
         if math.isnan(seconds):
             raise ValueError("a duration must be a number of seconds")

@@ -12,6 +12,7 @@ same way and none of them shows a traceback.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,23 @@ _PLAIN_SYNTAX = {
 }
 
 
+# A # after a space inside { } or [ ] opened on the same line: ``{channel: #announcements, ...}``
+# makes the rest of the line a comment, and PyYAML then reports the unclosed bracket at the end
+# of the file, far from the #.
+_COMMENT_IN_BRACKETS = re.compile(r"[{\[][^\n#}\]]*\s#")
+
+
+def _hidden_by_a_comment(text: str) -> str:
+    found = _COMMENT_IN_BRACKETS.search(text)
+    if found is None:
+        return ""
+    line = text.count("\n", 0, found.start()) + 1
+    return (
+        f" (line {line}: a # after a space starts a YAML comment, so the rest of that line was not "
+        "read: write '#name' in quotes, or leave the # out)"
+    )
+
+
 def _plain_problem(problem: str) -> str:
     if problem.startswith("could not determine a constructor for the tag "):
         tag = problem.rsplit("'", 2)[-2] if problem.count("'") >= 2 else ""
@@ -147,7 +165,9 @@ def parse(text: str) -> Any:
             raise _located(f"{exc.context}, {problem}", exc.problem_mark) from None
         if isinstance(exc, ConstructorError | ComposerError) and exc.context is None:
             raise _located(problem, exc.problem_mark) from None
-        raise _located(f"YAML syntax error: {problem}", exc.problem_mark) from None
+        raise _located(
+            f"YAML syntax error: {problem}{_hidden_by_a_comment(text)}", exc.problem_mark
+        ) from None
     except yaml.reader.ReaderError as exc:
         line, column = _line_and_column(text, exc.position)
         what = f"#x{exc.character:04x}" if isinstance(exc.character, int) else repr(exc.character)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -71,6 +72,10 @@ def check_parsed(
         return CheckedFile(path, None, list(exc.problems), raw=raw)
 
 
+# A reminder's preflight problem names the reminder; its alias words are about its own fields.
+REMINDER = re.compile(r"reminders\.[0-9]+")
+
+
 def checks_aliases(config: Config | None) -> bool:
     """Whether ``config`` names anything a definition's aliases could be checked against."""
     return config is not None and bool(config.channels or config.roles)
@@ -94,11 +99,24 @@ async def check_aliases(checked: Sequence[CheckedFile], config: Config) -> None:
             continue
         found = await preflight(registry, item.definition, scope=item.definition.run_scopes()[0])
         item.problems.extend(
-            Problem(message, file=str(item.path), phase=p.phase, step=p.step, field=field or p.field)
+            Problem(message, file=str(item.path), phase=p.phase, step=p.step, field=field)
             for p in found
-            for field, message in (located(p.message) if p.field is None else [(p.field, p.message)])
+            for field, message in _located(p)
         )
         item.problems.extend(signup_role_problems(item.definition, config, str(item.path)))
+
+
+def _located(problem: Problem) -> list[tuple[str | None, str]]:
+    """A preflight problem's alias words at the field they are about: a step's params
+    (``params.channel``), or a reminder's own flat fields (``reminders.0.channel``)."""
+    if problem.field is None:
+        return located(problem.message)
+    if REMINDER.fullmatch(problem.field):
+        return [
+            (f"{problem.field}.{field.removeprefix('params.')}" if field else problem.field, message)
+            for field, message in located(problem.message)
+        ]
+    return [(problem.field, problem.message)]
 
 
 def _with_role_aliases(problem: Problem, config: Config) -> Problem:
@@ -121,34 +139,59 @@ def _with_role_aliases(problem: Problem, config: Config) -> Problem:
 
 def _raw_alias_problems(item: CheckedFile, config: Config) -> list[Problem]:
     """The channels and ping roles a definition that did not validate names in its steps'
-    params, against the config: the typo is reported in the same run as the schema problem
-    (a step whose params did not validate says so already, and is left out)."""
-    raw = item.raw
-    phases = raw.get("phases") if isinstance(raw, dict) else None
-    found: list[Problem] = []
+    params, its reminders and its sign-up, against the config: the typo is reported in the same
+    run as the schema problem (a part the schema already found wrong is left out)."""
+    raw = item.raw if isinstance(item.raw, dict) else {}
+    file = str(item.path)
     said = {(p.phase, p.step) for p in item.problems if p.field and p.field.startswith("params")}
-    for place, phase in enumerate(phases if isinstance(phases, list) else []):
+    fields = [p.field or "" for p in item.problems if p.phase is None]
+    found: list[Problem] = []
+    phases = raw.get("phases")
+    for number, phase in enumerate(phases if isinstance(phases, list) else []):
         steps = phase.get("steps") if isinstance(phase, dict) else None
+        # Named as the schema's problems name a phase (its key, else its place), so a step they
+        # reported is matched, and a key that is a list or a mapping is never hashed.
         key = phase.get("key") if isinstance(phase, dict) else None
-        # Named as validation names a phase: its key, or its place when the key is not text.
-        key = key if isinstance(key, str) and key else f"#{place}"
+        key = key if isinstance(key, str) and key else f"#{number}"
         for index, step in enumerate(steps if isinstance(steps, list) else []):
             params = step.get("params") if isinstance(step, dict) else None
-            if not isinstance(params, dict) or (key, index) in said:
-                continue
-            channel, role = params.get("channel"), params.get("ping_role")
-            for name, known, what, where in (
-                (channel, config.channels, "channel", "params.channel"),
-                (role, config.roles, "ping role", "params.ping_role"),
-            ):
-                alias = name.removeprefix("#") if isinstance(name, str) else None
-                if alias and known and not alias.isdigit() and alias not in known:
-                    kind = what.split()[-1]
-                    message = (
-                        f"{what} {alias!r} is not one of the {kind} aliases in config "
-                        f"({kind}s: {', '.join(sorted(known))}){did_you_mean(alias, known)}"
-                    )
-                    found.append(Problem(message, file=str(item.path), phase=key, step=index, field=where))
+            if (key, index) not in said:
+                found += [
+                    Problem(message, file=file, phase=key, step=index, field=field)
+                    for field, message in _alias_typos(params, config, "params.")
+                ]
+    reminders = raw.get("reminders")
+    for index, reminder in enumerate(reminders if isinstance(reminders, list) else []):
+        where = f"reminders.{index}"
+        if not any(f == where or f.startswith(where + ".") for f in fields):
+            # Named flat, as validate names a reminder's fields, however it was written.
+            params = reminder.get("params", reminder) if isinstance(reminder, dict) else None
+            typos = _alias_typos(params, config, where + ".")
+            found += [Problem(message, file=file, field=field) for field, message in typos]
+    signup = raw.get("signup")
+    if isinstance(signup, dict) and not any(f.startswith("signup.channel") for f in fields):
+        typos = _alias_typos({"channel": signup.get("channel")}, config, "signup.")
+        found += [Problem(message, file=file, field=field) for field, message in typos]
+    return found
+
+
+def _alias_typos(params: Any, config: Config, prefix: str) -> list[tuple[str, str]]:
+    """(field, problem) for a ``channel`` or ``ping_role`` in ``params`` the config lacks."""
+    if not isinstance(params, dict):
+        return []
+    found = []
+    for name, known, what in (
+        (params.get("channel"), config.channels, "channel"),
+        (params.get("ping_role"), config.roles, "ping role"),
+    ):
+        alias = name.removeprefix("#") if isinstance(name, str) else None
+        if alias and known and not alias.isdigit() and alias not in known:
+            kind = what.split()[-1]
+            message = (
+                f"{what} {alias!r} is not one of the {kind} aliases in config "
+                f"({kind}s: {', '.join(sorted(known))}){did_you_mean(alias, known)}"
+            )
+            found.append((prefix + what.replace(" ", "_"), message))
     return found
 
 

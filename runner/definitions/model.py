@@ -96,6 +96,13 @@ class CronSchedule(_Strict):
     @field_validator("cron")
     @classmethod
     def _expression(cls, value: str) -> str:
+        if len(value.split()) != 5:
+            # cronsim's own words for it ("Wrong number of fields", "Bad day-of-month" when a
+            # seconds field shifts the rest) do not say how many fields cron has.
+            raise ValueError(
+                f"invalid cron expression {value[:60]!r}: use five fields "
+                "(minute hour day-of-month month day-of-week), e.g. '0 20 * * FRI'"
+            )
         try:
             CronSim(value, dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
         except (CronSimError, ValueError, KeyError, IndexError, OverflowError) as exc:

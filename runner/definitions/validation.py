@@ -71,10 +71,18 @@ def publication_problems(
         problems.extend(_cron_problems(definition.schedule, len(scopes), file))
     signup = definition.signup
     if signup is not None and not signup.channel and not _has_step(definition, SIGNUP_ACTION):
+        # Written but empty is ``channel: #raids``: the # began a YAML comment.
+        empty = "channel" in signup.model_fields_set
         refuse(
-            "no sign-up message would ever be posted: give signup.channel (posted when the run is "
+            (
+                "empty (a # after the colon starts a YAML comment: write '#name' in quotes, or leave the "
+                "# out), so "
+                if empty
+                else ""
+            )
+            + "no sign-up message would ever be posted: give signup.channel (posted when the run is "
             f"booked) or add a {SIGNUP_ACTION} step",
-            "signup",
+            "signup.channel" if empty else "signup",
         )
     if isinstance(definition.schedule, OnceSchedule):
         at = to_naive_utc(definition.schedule.at)
@@ -282,6 +290,10 @@ def _params_words(
     beside: tuple[str, ...],
 ) -> list[Problem]:
     value = params if params is not None else {}
+    if isinstance(value, dict):
+        # A key that is not text (a bare on read as true) is reported once, with the fix, by the
+        # definition's own check; the action's model would add "keys should be strings" at 'params.1'.
+        value = {key: item for key, item in value.items() if isinstance(key, str)}
     try:
         model.model_validate(value)
     except ValidationError as exc:

@@ -78,8 +78,10 @@ async def test_defect_reminder_alias_typo_passes_event_validate_and_publish(pub:
     assert reply.content.startswith(f"❌ **raid.yaml**: 2 problems. {outcome}\n"), reply.content
     lines = reply.content.splitlines()[1:]
     assert lines[0].startswith(
-        "• field 'reminders.0': channel 'anouncements' is not one of the channel aliases"
+        "• field 'reminders.0.channel': channel 'anouncements' is not one of the channel aliases"
     )
-    assert lines[1].startswith("• field 'reminders.1': ping role 'playres' is not one of the role aliases")
+    assert lines[1].startswith(
+        "• field 'reminders.1.ping_role': ping role 'playres' is not one of the role aliases"
+    )
     assert reply.message.components == []
     assert await definitions_tables(pub.engine) == before

@@ -49,19 +49,19 @@ def database(cli: Cli, tmp_path: Path) -> str:
 
 def test_defect_reminder_alias_typo_passes_validate_with_the_config(cli: Cli, tmp_path: Path) -> None:
     """Before: ``validate --config`` said ok. Now each reminder's unknown alias is a problem
-    at ``reminders.<index>``, naming the alias and the known ones, with a "did you mean"."""
+    at ``reminders.<index>.<field>``, naming the alias and the known ones, with a "did you mean"."""
     config = write_yaml(tmp_path / "config.yaml", CONFIG)
     event = write_yaml(tmp_path / "event.yaml", TYPOS)
     result = cli("validate", event, "--config", config)
     assert result.code == 1, result.out
     assert "2 problems" in result.out, result.out
     assert (
-        f"{event}, field 'reminders.0': channel 'anouncements' is not one of the channel aliases "
+        f"{event}, field 'reminders.0.channel': channel 'anouncements' is not one of the channel aliases "
         "in config (channels: announcements, gm-cues)"
     ) in result.out
     assert "did you mean 'announcements'" in result.out
     assert (
-        f"{event}, field 'reminders.1': ping role 'raidres' is not one of the role aliases in config"
+        f"{event}, field 'reminders.1.ping_role': ping role 'raidres' is not one of the role aliases in config"
     ) in result.out
 
 
@@ -74,8 +74,8 @@ def test_defect_reminder_alias_typo_passes_publish_which_now_stores_nothing(
     event = write_yaml(tmp_path / "event.yaml", TYPOS)
     result = cli("publish", event, "--config", config, "--database", database)
     assert result.code == 1, result.out
-    assert "field 'reminders.0': channel 'anouncements'" in result.out
-    assert "field 'reminders.1': ping role 'raidres'" in result.out
+    assert "field 'reminders.0.channel': channel 'anouncements'" in result.out
+    assert "field 'reminders.1.ping_role': ping role 'raidres'" in result.out
     assert "nothing was published" in result.out
     assert stored_versions(database) == []
     fixed = write_yaml(

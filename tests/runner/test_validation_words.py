@@ -25,7 +25,7 @@ from runner.definitions import EventDefinition, from_spec, validate
 from runner.definitions.words import SCHEDULE_FORMS
 from runner.errors import DefinitionError
 from runner.suggestions import closest, did_you_mean
-from tests.support.definitions import event
+from tests.support.definitions import event, phase, wait
 
 CONFIG = """\
 channels:
@@ -43,6 +43,8 @@ CHANNEL_RULE = (
     "letter or a digit, at most 100 characters; a leading # is allowed) or a channel id (15 to 21 "
     "digits)"
 )
+# How every duration message names its units (issue 26 item 5: 'd' was only ever an example).
+UNITS = "the units are d, h, m and s (days, hours, minutes, seconds)"
 # Pydantic's own voice: none of it may reach an author.
 PYDANTIC_PHRASES = (
     "Input should",
@@ -472,16 +474,18 @@ def test_grace_seconds_as_text_is_stored_as_the_number_it_always_was() -> None:
     [
         (
             "soon",
-            "'soon' is not a duration: grace_seconds is a number of seconds or text like '10m', '90s' or '1h'",
+            "'soon' is not a duration: grace_seconds is a number of seconds or text like '10m', '90s' or '1h': "
+            + UNITS,
         ),
         (
             "-5m",
-            "'-5m' is not a duration: grace_seconds is a number of seconds or text like '10m', '90s' or '1h'",
+            "'-5m' is not a duration: grace_seconds is a number of seconds or text like '10m', '90s' or '1h': "
+            + UNITS,
         ),
         (-1, "grace_seconds must not be negative (0 means: start on time or not at all)"),
         ("8d", "grace_seconds may be at most 7 days"),
         ("1.5s", "grace_seconds is whole seconds (no fractions)"),
-        (True, "grace_seconds is a number of seconds or text like '10m', '90s' or '1h'"),
+        (True, "grace_seconds is a number of seconds or text like '10m', '90s' or '1h': " + UNITS),
     ],
 )
 def test_grace_seconds_that_is_no_duration_is_refused_in_words(value: Any, said: str) -> None:
@@ -633,3 +637,27 @@ def test_defect_a_problem_names_its_step_by_place_not_as_step_0() -> None:
     )
     assert Problem("bad", phase="main", step=10).where() == "phase 'main', 11th step"
     assert Problem("bad", phase="main", step=21).where() == "phase 'main', 22nd step"
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"phases": [phase("main", wait("2 days"))]},
+        {"phases": [phase("main", wait(True))]},
+        {"duration": "1w"},
+        {"grace_seconds": "1w"},
+        {"grace_seconds": True},
+        {"duration": [1]},
+        {"schedule": {"cron": "0 20 * * FRI", "timezone": "UTC"}, "reminders": [{"before": "1w"}]},
+        {"signup": {"options": ["going"], "closes": "1w"}},
+    ],
+    ids=["wait", "wait-bool", "duration", "grace", "grace-bool", "duration-list", "reminder", "closes"],
+)
+def test_defect_every_duration_message_names_the_d_unit(fields: dict[str, Any]) -> None:
+    """Before: a new user who wrote '2 days' or '1w' was shown '90s', '5m', '1h30m' and at most
+    '2d' as examples, never that d (days) is a unit, and the lead-time and grace messages did not
+    show it at all. Now every duration message names the four units."""
+    with pytest.raises(DefinitionError) as refused:
+        validate(event(**fields), validation_registry())
+    [problem] = [str(p) for p in refused.value.problems if "duration" in str(p) or "seconds" in str(p)]
+    assert UNITS in problem, problem

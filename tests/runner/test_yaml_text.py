@@ -71,3 +71,22 @@ def test_a_huge_run_of_brackets_is_refused_at_once_not_in_quadratic_time() -> No
         str(caught.value)
         == f"line 1, column {11 + MAX_BRACKET_DEPTH}: nested more than {MAX_DEPTH} levels deep"
     )
+
+
+COMMENT_HINT = "a # after a space starts a YAML comment, so the rest of that line was not read"
+
+
+def test_defect_a_hash_inside_braces_is_named_where_it_is_not_at_the_end_of_the_file() -> None:
+    """Before: ``{channel: #announcements, content: hi}`` said only "expected the node content,
+    but found '<stream end>'" at the line after the last: the # had made the rest of its line a
+    comment. Now the message names the line with the # and the fix (issue 26 item 5)."""
+    text = "key: x\nparams: {channel: #announcements, content: hi}\nother: 1\n"
+    with pytest.raises(YamlError) as caught:
+        parse(text)
+    assert f"(line 2: {COMMENT_HINT}: write '#name' in quotes, or leave the # out)" in str(caught.value)
+
+
+def test_a_comment_after_closed_braces_is_not_blamed_for_another_error() -> None:
+    with pytest.raises(YamlError) as caught:
+        parse("params: {duration: 1m}  # a short wait\nbad: [1, 2\n")
+    assert COMMENT_HINT not in str(caught.value)
