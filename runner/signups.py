@@ -61,8 +61,7 @@ class Waitlisted:
     # Where they stand in the option's waiting list (1: next).
     place: int
     position: int
-    # The option had room but the run's overall capacity did not: the event is full.
-    event_full: bool = False
+    event_full: bool = False  # the option had room but the run's overall capacity had none
 
 
 @dataclass(frozen=True)
@@ -332,16 +331,13 @@ async def _join(
         promoted: Promotion | None = None
         if existing is not None and status == SignupStatus.CONFIRMED:
             # A move keeps the overall seat when the new option has one; else it is given up.
-            from_option = str(existing["option"])
-            seated = await sql.take_seat(conn, run_id, option)
-            await sql.free_seat(conn, run_id, from_option)
-            if not seated:
+            full = None if await sql.take_seat(conn, run_id, option) else option
+            await sql.free_seat(conn, run_id, str(existing["option"]))
+            if full is not None:
                 await sql.free_seat(conn, run_id, OVERALL)
-            full = None if seated else option
         else:
             full = await _take_seats(conn, run_id, option)
-            seated = full is None
-        now_status = SignupStatus.CONFIRMED if seated else SignupStatus.WAITLISTED
+        now_status = SignupStatus.CONFIRMED if full is None else SignupStatus.WAITLISTED
         await sql.write_signup(
             conn,
             run_id=run_id,
@@ -353,10 +349,8 @@ async def _join(
             now=now,
             existed=existing is not None,
         )
-        answer: Confirmed | Waitlisted
-        if seated:
-            answer = Confirmed(option, click)
-        else:
+        answer: Confirmed | Waitlisted = Confirmed(option, click)
+        if full is not None:
             place = await sql.waitlist_place(conn, run_id, option, click)
             answer = Waitlisted(option, place, click, event_full=full == OVERALL)
         if imported:
@@ -370,8 +364,8 @@ async def _join(
 
 
 async def _take_seats(conn: AsyncConnection, run_id: int, option: str) -> str | None:
-    """A seat of the option and one of the run, or neither: None when seated, else the pool
-    that was full (the option, or ``OVERALL`` when the option had room and the run had none)."""
+    """A seat of the option and one of the run, or neither: None, or the pool that was full
+    (``OVERALL``: the option had room, the event had none)."""
     if not await sql.take_seat(conn, run_id, option):
         return option
     if await sql.take_seat(conn, run_id, OVERALL):
