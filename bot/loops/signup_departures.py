@@ -3,10 +3,11 @@
 The bot has no members intent (a privileged one an operator would have to switch on), so
 Discord does not tell it when a member leaves. Instead the sign-up loop's passes ask about the
 members on open lists, each at most once every ``CHECK_EVERY`` seconds and ``PER_PASS`` at a
-time (``GET /guilds/{g}/members/{u}``): a member Discord no longer knows (10007) left, also
-while the bot was offline, and leaves their lists by the click's own leave, so a promotion
-happens once whichever process gets there. Any other refusal stops the checks for
-``CHECK_EVERY``: they are a courtesy, not worth invalid requests.
+time (``GET /guilds/{g}/members/{u}``): a member Discord no longer knows (10007, or 10013 for a
+deleted account) left, also while the bot was offline, and leaves their lists by the click's
+own leave, so a promotion happens once whichever process gets there. Any other refusal, another
+404 included, stops the checks for ``CHECK_EVERY``: they are a courtesy, not worth invalid
+requests.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ log = logging.getLogger(__name__)
 CHECK_EVERY = 600.0
 # ...and at most this many in one pass of the sign-up loop.
 PER_PASS = 10
+# Discord's answers that mean the member is gone: not in the server, or no such user at all (a
+# deleted account). Any other 404 (an unknown guild) says nothing about the member.
+UNKNOWN_MEMBER = 10007
+UNKNOWN_USER = 10013
 
 
 class MemberDepartures:
@@ -56,9 +61,10 @@ class MemberDepartures:
             self._checked_at[member_id] = now
             try:
                 await guild.fetch_member(int(member_id))
-            except discord.NotFound:
-                await self._left(member_id, listed[member_id])
             except discord.HTTPException as exc:
+                if exc.status == 404 and exc.code in (UNKNOWN_MEMBER, UNKNOWN_USER):
+                    await self._left(member_id, listed[member_id])
+                    continue
                 self._paused_until = now + CHECK_EVERY
                 log.warning("sign-ups: Discord refused a member check (%s %s); paused", exc.status, exc.code)
                 return
