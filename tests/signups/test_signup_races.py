@@ -143,3 +143,41 @@ async def test_leaves_and_joins_at_once_never_leave_a_seat_free_while_someone_wa
         notices = await signups.sql.notices_for_run(conn, run_id)
     assert sorted(n["member_id"] for n in notices) == sorted(p.member_id for p in promotions)
     assert len({n["member_id"] for n in notices}) == len(notices)
+
+
+async def test_a_departure_seen_by_two_processes_at_once_promotes_once(
+    engine: AsyncEngine, second_engine: AsyncEngine
+) -> None:
+    """A member who left the server, found by both processes at once (a work lease handed over
+    between two passes: the new holder asks about everyone again): the leave goes through the
+    click's own transaction, so one seat is freed, one member promoted, one notice written."""
+    from runner import history, signup_departures
+
+    for round_ in range(ROUNDS):
+        run_id = await book(engine, {"options": {"going": 1}}, key=f"raid-{round_}")
+        for n in range(3):
+            member_id, name = member(n)
+            await signups.join(engine, run_id, member_id, name, "going", (), T0)
+        gone, name = member(0)
+        start = asyncio.Event()
+
+        async def found_gone(via: AsyncEngine) -> list[signups.LeaveAnswer]:
+            await start.wait()
+            return await signup_departures.left_the_server(via, gone, name, T0)
+
+        tasks = [asyncio.create_task(found_gone(via)) for via in (engine, second_engine)]
+        await asyncio.sleep(0)
+        start.set()
+        answers = [a for found in await asyncio.gather(*tasks) for a in found]
+        left = [a for a in answers if isinstance(a, signups.Left)]
+        assert len(left) == 1 and left[0].promoted is not None, answers
+        assert left[0].promoted.member_id == member(1)[0]
+        listed = await signups.listing(engine, run_id)
+        assert listed is not None
+        assert [s.member_id for s in listed.confirmed] == [member(1)[0]]
+        assert [s.member_id for s in listed.waitlisted] == [member(2)[0]]
+        async with engine.connect() as conn:
+            notices = await signups.sql.notices_for_run(conn, run_id)
+            logged = await history.entries_for_run(conn, run_id)
+        assert [n["member_id"] for n in notices] == [member(1)[0]]
+        assert len([e for e in logged if isinstance(e.event, history.SignupPromoted)]) == 1
