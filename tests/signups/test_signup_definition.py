@@ -122,3 +122,51 @@ def test_interested_names_the_option_interested_members_are_signed_up_to() -> No
     signup = SignupDefinition.model_validate({"options": ["going", "maybe"], "interested": "maybe"})
     assert signup.interested == "maybe"
     assert SignupDefinition.model_validate({"options": ["going"]}).interested is None
+
+
+def test_defect_a_sign_up_with_no_channel_and_no_signup_step_was_accepted() -> None:
+    """No ``signup.channel`` and no ``discord.signup`` step: no message would ever carry the
+    buttons. Refused where validate and publish both look (``validate``), with the fix named."""
+    assert problems_of({"options": ["going"]}) == [
+        "field 'signup': no sign-up message would ever be posted: give signup.channel (posted when "
+        "the run is booked) or add a discord.signup step"
+    ]
+    assert validate(with_signup({"options": ["going"], "channel": "raids"}), validation_registry())
+
+
+def test_defect_a_once_whose_sign_ups_close_before_it_is_published_was_accepted() -> None:
+    """A ``once`` three hours after publishing whose sign-ups close four hours before it: closed
+    from the moment it is published. The same event an hour earlier in the day, or closing an
+    hour before, is fine."""
+    import datetime as dt
+
+    now = dt.datetime(2026, 9, 2, 12, 0)
+    raw = event(
+        "raid",
+        phase("main", wait("1m")),
+        schedule={"once": "2026-09-02T15:00:00Z"},
+        signup={"options": ["going"], "channel": "raids", "closes": "4h"},
+    )
+    with pytest.raises(DefinitionError) as caught:
+        validate(raw, validation_registry(), now=now)
+    [problem] = caught.value.problems
+    assert problem.field == "signup.closes"
+    assert str(problem).endswith(
+        "sign-ups would close Wed 02 Sep 2026 11:00 UTC, which has already passed: nobody could "
+        "sign up (a shorter closes:, or closes: start or end)"
+    )
+    raw["signup"]["closes"] = "1h"
+    assert validate(raw, validation_registry(), now=now)
+
+
+def test_options_adding_up_past_the_overall_capacity_are_a_warning_not_a_refusal() -> None:
+    from wiring.definition_checks import warnings
+
+    signup = {"options": {"tank": 2, "dps": 6}, "capacity": 5, "channel": "raids"}
+    definition = validate(with_signup(signup), validation_registry())
+    assert warnings(definition) == [
+        "signup: the options hold 8 seats together and the event 5: once 5 are taken, members "
+        "join a waiting list though their option shows seats"
+    ]
+    assert warnings(validate(with_signup({**signup, "capacity": 8}), validation_registry())) == []
+    assert warnings(validate(with_signup({**signup, "options": ["a", "b"]}), validation_registry())) == []
