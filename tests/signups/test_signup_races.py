@@ -161,11 +161,11 @@ async def test_a_departure_seen_by_two_processes_at_once_promotes_once(
         gone, name = member(0)
         start = asyncio.Event()
 
-        async def found_gone(via: AsyncEngine) -> list[signups.LeaveAnswer]:
+        async def found_gone(via: AsyncEngine, start: asyncio.Event, gone: str, name: str) -> list[object]:
             await start.wait()
-            return await signup_departures.left_the_server(via, gone, name, T0)
+            return list(await signup_departures.left_the_server(via, gone, name, T0))
 
-        tasks = [asyncio.create_task(found_gone(via)) for via in (engine, second_engine)]
+        tasks = [asyncio.create_task(found_gone(via, start, gone, name)) for via in (engine, second_engine)]
         await asyncio.sleep(0)
         start.set()
         answers = [a for found in await asyncio.gather(*tasks) for a in found]
