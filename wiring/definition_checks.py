@@ -22,6 +22,7 @@ from typing import Any
 from actions import build_registry
 from runner import schedule
 from runner.definitions import EventDefinition, ManualSchedule, read_file, validate
+from runner.definitions.sizes import within_limits
 from runner.errors import DefinitionError, Problem
 from runner.preflight import preflight
 from runner.registry import ActionRegistry
@@ -37,7 +38,8 @@ class CheckedFile:
     definition: EventDefinition | None
     problems: list[Problem] = field(default_factory=list)
     # What was read, when it did not validate: its aliases are still checked, so one run of
-    # validate reports a schema problem and an alias typo together.
+    # validate reports a schema problem and an alias typo together (its lists cut to their
+    # limits, as validation looked at them).
     raw: Any = None
 
     @property
@@ -54,7 +56,7 @@ def check_file(path: Path, registry: ActionRegistry) -> CheckedFile:
     try:
         return CheckedFile(path, validate(raw, registry, file=str(path)))
     except DefinitionError as exc:
-        return CheckedFile(path, None, list(exc.problems), raw=raw)
+        return CheckedFile(path, None, list(exc.problems), raw=within_limits(raw))
 
 
 def check_parsed(
@@ -68,7 +70,7 @@ def check_parsed(
     try:
         return CheckedFile(path, validate(raw, registry, file=str(path), now=now))
     except DefinitionError as exc:
-        return CheckedFile(path, None, list(exc.problems), raw=raw)
+        return CheckedFile(path, None, list(exc.problems), raw=within_limits(raw))
 
 
 def checks_aliases(config: Config | None) -> bool:
