@@ -407,4 +407,3 @@ async def test_validate_and_the_publish_preview_warn_of_options_past_the_overall
     warning = "⚠️ signup: the options hold 8 seats together and the event 5"
     assert warning in answer(await command(pub, "validate", as_file(spec))).content
     assert warning in answer(await command(pub, "publish", as_file(spec))).content
-
