@@ -40,7 +40,7 @@ from typing import Any
 import discord
 
 from actions import limits, validation_registry
-from bot import rendering
+from bot import rendering, upload_checks
 from bot.components import claimed_and_admitted
 from bot.custom_ids import PublishPress, PublishVerb
 from bot.errors import BotError, reply_to_error
@@ -51,6 +51,7 @@ from runner import catalog, schedule, views, yaml_text
 from runner.definitions import EventDefinition, parse_yaml
 from runner.definitions.diff import changes
 from runner.errors import DefinitionError, Problem, UnknownDefinition, UnreadableDefinition
+from wiring.config import Config
 from wiring.definition_checks import (
     CheckedFile,
     check_aliases,
@@ -61,8 +62,9 @@ from wiring.definition_checks import (
 )
 
 MAX_UPLOAD_BYTES = 256 * 1024
-# An upload is read and checked within this (in a worker thread); past it, it is refused.
-CHECK_SECONDS = 10.0
+# An upload is read and checked within this (in a process of its own, ``bot.upload_checks``):
+# the worst file under the size cap takes about a second; past this, it is refused.
+CHECK_SECONDS = 5.0
 # A problem or a change longer than this is clipped, so one cannot crowd out the rest.
 LINE_MAX = 300
 NOTHING_PUBLISHED = "Nothing was published."
@@ -121,31 +123,37 @@ def read_definition(name: str, data: bytes) -> dict[str, Any]:
     return raw
 
 
-def _read_and_check(name: str, data: bytes, now: dt.datetime) -> CheckedFile:
-    return check_parsed(name, read_definition(name, data), validation_registry(), now=now)
+def _read_and_check(name: str, data: bytes, now: dt.datetime, config: Config | None) -> CheckedFile:
+    """The whole check of an upload, run in the checking process: what it sends back is only
+    the verdict (the data as read stays there)."""
+    item = check_parsed(name, read_definition(name, data), validation_registry(), now=now)
+    if config is not None and checks_aliases(config):
+        asyncio.run(check_aliases([item], config))
+    item.raw = None
+    return item
 
 
 async def check_upload(bot: Served, attachment: discord.Attachment) -> CheckedFile:
     """The attachment checked as ``python -m bot validate`` checks a file, with this bot's config.
 
-    Reading and validating run in a worker thread with a time cap: every check is linear and
-    bounded by its limit first, but 256 KB of YAML still takes a second to read on a busy
-    machine, and on the event loop that second would hold up every click, tick and lease
-    renewal of the process."""
+    Reading and checking run in a process of their own with a time cap (``bot.upload_checks``):
+    every check is linear and bounded by its limit first, but 256 KB of YAML still takes a
+    second to read, and on the event loop (or in a thread, through the GIL) that second would
+    hold up every click, tick and lease renewal of the bot."""
     data = await read_upload(attachment)
     name = attachment.filename
+    job = (name, data, bot.services.clock.now(), bot.config)
     try:
-        item = await asyncio.wait_for(
-            asyncio.to_thread(_read_and_check, name, data, bot.services.clock.now()), CHECK_SECONDS
-        )
-    except TimeoutError:
+        return await asyncio.to_thread(upload_checks.run_capped, _read_and_check, job, CHECK_SECONDS)
+    except upload_checks.TookTooLong:
         raise BotError(
             f"{name} took more than {CHECK_SECONDS:g} s to check, so it was not: make it smaller "
             "(fewer phases, steps or scopes). Nothing was stored."
         ) from None
-    if checks_aliases(bot.config):
-        await check_aliases([item], bot.config)
-    return item
+    except upload_checks.CheckerDied:
+        raise BotError(
+            f"{name} could not be checked (the check stopped); attach it again. Nothing was stored."
+        ) from None
 
 
 def _plural(count: int, noun: str) -> str:

@@ -24,6 +24,13 @@ MAX_PHASES = 50
 # created together, for every scope.)
 MAX_STEPS = 200
 
+# Values in one definition, all its lists and mappings together (a value repeated by a YAML
+# alias counts each time it is repeated). The largest event the other limits allow, written out,
+# holds about 4,000 (500 scopes, 200 steps of a dozen params each). Every check looks at each
+# value once or a few times, so this bounds what one upload can cost: 256 KB of unknown fields
+# or of aliases repeated took seconds to list, one "did you mean" each.
+MAX_VALUES = 10_000
+
 # Step rows one start (or one phase change across every scope) writes at once: scopes times the
 # steps of the largest phase. The start writes them in one transaction, which on SQLite holds
 # the database's one connection: 2,500 rows take about a second on the benchmark machine, so

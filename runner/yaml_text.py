@@ -28,6 +28,12 @@ MAX_DEPTH = 100
 # brackets are counted first, naively (in quotes and comments too), against twice MAX_DEPTH:
 # only text far past any real nesting is refused unread, and parsing the rest stays quick.
 MAX_BRACKET_DEPTH = 2 * MAX_DEPTH
+# Values (every key, item and alias) read from one text. PyYAML takes 20 to 40 microseconds a
+# value, so 256 KB of brackets or one-letter entries (over 100,000 of them) took 5 s to read;
+# this stops it at about one. It is far above any config or definition (a definition may hold
+# 10,000 values, ``runner.limits.MAX_VALUES``), and above the 37,406 names of issue 26's upload,
+# so a list that long is still refused by its own limit, in the definition's words.
+MAX_NODES = 40_000
 
 
 class YamlError(ValueError):
@@ -45,13 +51,20 @@ class _Loader(yaml.SafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0
+        self._nodes = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         self._depth += 1
+        self._nodes += 1
         try:
             if self._depth > MAX_DEPTH:
                 mark = self.peek_event().start_mark
                 raise ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep", mark)
+            if self._nodes > MAX_NODES:
+                mark = self.peek_event().start_mark
+                raise ComposerError(
+                    None, None, f"more than {MAX_NODES} values: far more than any file needs", mark
+                )
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1

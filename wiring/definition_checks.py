@@ -23,6 +23,7 @@ from typing import Any
 from actions import build_registry
 from runner import schedule
 from runner.definitions import EventDefinition, ManualSchedule, read_file, validate
+from runner.definitions.sizes import within_limits
 from runner.errors import DefinitionError, Problem
 from runner.preflight import preflight
 from runner.registry import ActionRegistry
@@ -38,7 +39,8 @@ class CheckedFile:
     definition: EventDefinition | None
     problems: list[Problem] = field(default_factory=list)
     # What was read, when it did not validate: its aliases are still checked, so one run of
-    # validate reports a schema problem and an alias typo together.
+    # validate reports a schema problem and an alias typo together (its lists cut to their
+    # limits, as validation looked at them).
     raw: Any = None
 
     @property
@@ -55,7 +57,7 @@ def check_file(path: Path, registry: ActionRegistry) -> CheckedFile:
     try:
         return CheckedFile(path, validate(raw, registry, file=str(path)))
     except DefinitionError as exc:
-        return CheckedFile(path, None, list(exc.problems), raw=raw)
+        return CheckedFile(path, None, list(exc.problems), raw=within_limits(raw))
 
 
 def check_parsed(
@@ -69,7 +71,7 @@ def check_parsed(
     try:
         return CheckedFile(path, validate(raw, registry, file=str(path), now=now))
     except DefinitionError as exc:
-        return CheckedFile(path, None, list(exc.problems), raw=raw)
+        return CheckedFile(path, None, list(exc.problems), raw=within_limits(raw))
 
 
 # A reminder's preflight problem names the reminder; its alias words are about its own fields.

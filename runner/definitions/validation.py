@@ -23,6 +23,14 @@ from runner.definitions.model import (
 )
 from runner.definitions.signup import SIGNUP_ACTION
 from runner.definitions.signup import placeholder_problems as signup_placeholder_problems
+from runner.definitions.sizes import (
+    oversize_problems,
+    too_many_phases,
+    too_many_scopes,
+    too_many_steps,
+    values_problem,
+    within_limits,
+)
 from runner.definitions.words import worded
 from runner.errors import DefinitionError, Problem
 from runner.registry import ActionRegistry
@@ -43,16 +51,12 @@ def publication_problems(
 
     scopes = definition.run_scopes()
     if len(definition.scopes) > limits.MAX_SCOPES:
-        refuse(
-            f"{len(definition.scopes)} scopes; an event may have at most {limits.MAX_SCOPES} "
-            "(each is a run of its own, announced at Discord's pace)",
-            "scopes",
-        )
+        refuse(too_many_scopes(len(definition.scopes)), "scopes")
     if len(definition.phases) > limits.MAX_PHASES:
-        refuse(f"{len(definition.phases)} phases; an event may have at most {limits.MAX_PHASES}", "phases")
+        refuse(too_many_phases(len(definition.phases)), "phases")
     total = sum(len(p.steps) for p in definition.phases)
     if total > limits.MAX_STEPS:
-        refuse(f"{total} steps in all; an event may have at most {limits.MAX_STEPS}", "phases")
+        refuse(too_many_steps(total), "phases")
     for phase in definition.phases:
         for index, step in enumerate(phase.steps):
             problem = placeholders.problem(step.label) if step.label else None
@@ -182,10 +186,18 @@ def validate(
     decides whether a ``once`` is still to come."""
     if not isinstance(raw, dict):
         raise DefinitionError([Problem("a definition must be a mapping of fields", file=file)])
+    # Limits first (an upload may list tens of thousands): a list past its limit is cut to it,
+    # so only what the limit allows is looked at, and more values than any event needs is
+    # refused before any of them is.
+    oversize = oversize_problems(raw, file)
+    raw = within_limits(raw) if oversize else raw
+    too_many = values_problem(raw, file)
+    if too_many is not None:
+        raise DefinitionError([*oversize, too_many])
     try:
         definition = EventDefinition.model_validate(raw)
     except ValidationError as exc:
-        problems = [
+        problems = oversize + [
             p for p in _from_validation_error(exc, raw, file) if not p.message.startswith(DUPLICATE_PHASES)
         ]
         problems.extend(_duplicate_phase_problems(raw, file))
@@ -195,7 +207,7 @@ def validate(
         # The raw params check can repeat the model's own word for a step whose params are not
         # a mapping at all: say it once.
         raise DefinitionError(list(dict.fromkeys(problems))) from None
-    problems = publication_problems(definition, file, now)
+    problems = oversize + publication_problems(definition, file, now)
     problems.extend(_signup_placeholder_problems(definition, file))
     problems.extend(_params_problems(definition, registry, file))
     problems.extend(_reminder_problems(definition, registry, file))

@@ -407,27 +407,3 @@ async def test_validate_and_the_publish_preview_warn_of_options_past_the_overall
     warning = "⚠️ signup: the options hold 8 seats together and the event 5"
     assert warning in answer(await command(pub, "validate", as_file(spec))).content
     assert warning in answer(await command(pub, "publish", as_file(spec))).content
-
-
-async def test_defect_an_upload_of_37406_options_froze_the_bot_while_it_was_checked(
-    pub: Sim, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The worst upload under the size cap is refused by its limit, and it is read and checked in
-    a worker thread, never on the event loop that answers clicks and ticks."""
-    import threading
-
-    from bot import publishing
-    from tests.runner.test_definition_limits_first import _largest_under_cap, options_file
-
-    threads: list[str] = []
-    original = publishing._read_and_check
-
-    def recorded(*args: Any) -> Any:
-        threads.append(threading.current_thread().name)
-        return original(*args)
-
-    monkeypatch.setattr(publishing, "_read_and_check", recorded)
-    big = _largest_under_cap(options_file).encode()
-    reply = answer(await command(pub, "validate", ("big.yaml", big)))
-    assert "options; a sign-up may have at most 20" in reply.content
-    assert threads and threads[0] != threading.main_thread().name
