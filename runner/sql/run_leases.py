@@ -176,6 +176,21 @@ async def next_wake(conn: AsyncConnection, now: dt.datetime) -> dt.datetime | No
     return min(moments) if moments else None
 
 
+async def let_go_of_dead_holder(conn: AsyncConnection, run_id: int, owner: str) -> bool:
+    """Drop the run's lease if ``owner`` holds it: the reclaim found ``owner``'s lease on one of
+    the run's steps run out, so ``owner`` is taken for dead and its hold on the run with it.
+    Without this the run waited ``after_step`` more for its own lease to run out. A holder that
+    was only slow loses nothing it could still use: its settle of the step already fails (the
+    step is no longer its), and so does its next claim (the run is no longer its). By primary
+    key, as ``reclaim_stale`` updates, so it takes no range lock on the lease index."""
+    result = await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id, runs.c.claimed_by == owner, runs.c.claim_expires_at.is_not(None))
+        .values(claimed_by=None, claim_expires_at=None)
+    )
+    return result.rowcount == 1
+
+
 async def reclaim_stale(conn: AsyncConnection, now: dt.datetime) -> int:
     """Drop run leases whose holder died; ``claim_tick`` would take them anyway, this makes the
     table say so. Read first, then update by primary key: a range UPDATE over the lease index

@@ -489,6 +489,34 @@ async def test_defect_a_dead_runners_step_waited_for_the_next_housekeeping_to_be
     assert [s["attempts"] for s in await world.steps_of(stale_later)] == [2]
 
 
+async def test_defect_a_dead_runners_run_waited_for_its_own_lease_after_its_step_was_handed_back(
+    engine: AsyncEngine,
+) -> None:
+    """A step's claim renews the run's lease to outlast the step's (by ``after_step``, 1 s when
+    serving), so after the reclaim handed a dead runner's step back, its run stayed the dead
+    runner's for that long: the takeover was step lease + 1 s, 14 s at the bot's leases against
+    a 15 s target (issue 26 item 6). The reclaim now takes the dead runner's hold on the run
+    with its step: the tick just past the step's lease hands the step back and drives the run.
+    A lease on the run that someone else holds (a live runner took it meanwhile) is kept."""
+    world = World(engine, settings=RunnerSettings(housekeeping_seconds=60, run_lease_after_step_seconds=1))
+    world.register(world.scripted.action("test.noop"))
+    step_lease_end = T0 + dt.timedelta(seconds=13)
+    run_lease_end = step_lease_end + dt.timedelta(seconds=1)
+    dead_held = await stale_run(world, step_lease_end)
+    await world.set_run(dead_held, claimed_by="dead:1", claim_expires_at=run_lease_end)
+    live_held = await stale_run(world, step_lease_end)
+    await world.set_run(live_held, claimed_by="live:2", claim_expires_at=T0 + dt.timedelta(seconds=60))
+    await world.tick(T0)
+
+    report = await world.tick(step_lease_end + dt.timedelta(milliseconds=10))
+    assert report.reclaimed == 2
+    assert (await world.run(dead_held))["status"] == "completed", "taken over at the step's lease end"
+    assert [s["attempts"] for s in await world.steps_of(dead_held)] == [2], "attempts counted on"
+    kept = await world.run(live_held)
+    assert (kept["claimed_by"], kept["claim_expires_at"]) == ("live:2", T0 + dt.timedelta(seconds=60))
+    assert [s["status"] for s in await world.steps_of(live_held)] == ["pending"]
+
+
 async def test_by_default_every_tick_does_the_housekeeping(world: World) -> None:
     """``housekeeping_seconds`` defaults to 0: a runner ticked by hand reclaims at every tick,
     here one a second after the last."""
