@@ -17,8 +17,13 @@ with the same key, and a key-deduping channel (Discord's nonce) showing each del
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
+import os
+import subprocess
+import sys
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,11 +87,12 @@ class Leases:
 
     def worst_case_seconds(self) -> float:
         """The longest a run can wait after its holder dies: a step claimed just before the kill
-        keeps its lease for budget + margin and the run's outlasts it by ``after_step``; a run
-        between steps keeps its run lease. The survivor's loop wakes when the run's lease ends
-        (``run_leases.next_wake``) and its reclaim runs at that tick."""
-        after = self.run_lease_seconds if self.after_step_seconds is None else self.after_step_seconds
-        return max(self.budget_ms / 1000 + self.margin_seconds + after, self.run_lease_seconds)
+        keeps its lease for budget + margin; a run between steps keeps its run lease (a run held
+        at a wait, its wake + the run lease, but it was not due before its wake). The survivor's
+        loop wakes when the step's lease ends (``run_leases.next_wake``), and that tick's reclaim
+        hands the step back and drops the dead holder's run lease with it, so the run's own
+        lease (renewed to outlast the step's by ``after_step``) adds nothing."""
+        return max(self.budget_ms / 1000 + self.margin_seconds, self.run_lease_seconds)
 
 
 @dataclass
@@ -217,6 +223,22 @@ async def one_round(
     judge_leases(journals, leases.step_lease, {victim.owner}, result.verdict)
     judge_deliveries(journals, rows, result.verdict)
     return result
+
+
+@contextlib.contextmanager
+def cores_kept_busy(loaded: bool) -> Iterator[None]:
+    """One spinning process per core for the round: the promise holds on a loaded machine."""
+    burners = (
+        [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+        if loaded
+        else []
+    )
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
 
 
 async def start_child(url: str, owner: str, workdir: Path, leases: Leases) -> Child:

@@ -9,11 +9,6 @@ one a real deployment gets; before issue 13 a run could wait up to 95 s for its 
 
 from __future__ import annotations
 
-import contextlib
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,27 +17,11 @@ from bench.failover import SERVING
 from runner.clock import SystemClock
 from runner.controls import Controls
 from runner.db import create_engine
-from tests.reliability.failover import GOAL_SECONDS, one_round, start_child
+from tests.reliability.failover import GOAL_SECONDS, cores_kept_busy, one_round, start_child
 
 # Two runner processes and a SIGKILL, judged by a 20 s wall-clock bound, once alone on the cores
 # (scripts/test.py --all runs realtime tests in a pass of their own) and once with every core spinning.
 pytestmark = [pytest.mark.slow, pytest.mark.realtime]
-
-
-@contextlib.contextmanager
-def cores_kept_busy(loaded: bool) -> Iterator[None]:
-    """One spinning process per core for the round: the promise holds on a loaded machine."""
-    burners = (
-        [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
-        if loaded
-        else []
-    )
-    try:
-        yield
-    finally:
-        for burner in burners:
-            burner.kill()
-            burner.wait()
 
 
 @pytest.mark.parametrize("loaded", [False, True], ids=["alone", "cores-kept-busy"])
