@@ -71,6 +71,17 @@ async def renew_claim(conn: AsyncConnection, run_id: int, owner: str, lease_unti
     return result.rowcount == 1
 
 
+async def hold_claim(conn: AsyncConnection, run_id: int, owner: str, lease_until: dt.datetime) -> bool:
+    """Set the lease of a run we hold to ``lease_until``, earlier or later (a run held in process
+    for a wait: the wake + a run lease). False if the run is no longer ours."""
+    result = await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id, runs.c.claimed_by == owner, runs.c.claim_expires_at.is_not(None))
+        .values(claim_expires_at=lease_until)
+    )
+    return result.rowcount == 1
+
+
 async def release_claim(
     conn: AsyncConnection,
     run_id: int,

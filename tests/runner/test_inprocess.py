@@ -286,20 +286,32 @@ class Timed:
     """A run of [hold, record] on the system clock: the hold answers ``holdFor``, the record
     step notes when it was dispatched."""
 
-    def __init__(self, engine: AsyncEngine, *, hold: float, window: float) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        hold: float,
+        window: float,
+        settings: RunnerSettings | None = None,
+        budget_ms: int = 1000,
+    ) -> None:
         self.engine = engine
         self.hold = hold
         self.recorded: list[dt.datetime] = []
         self.registry = ActionRegistry()
         self.registry.register(
-            "test", [build_action("test.hold", self._hold), build_action("test.record", self._record)]
+            "test",
+            [
+                build_action("test.hold", self._hold, budget_ms=budget_ms),
+                build_action("test.record", self._record, budget_ms=budget_ms),
+            ],
         )
         self.runner = Runner(
             engine,
             self.registry,
             clock=SystemClock(),
             owner="host:held",
-            settings=RunnerSettings(hold_in_process_seconds=window),
+            settings=settings or RunnerSettings(hold_in_process_seconds=window),
         )
         self.controls = Controls(engine, versions=self.runner.versions, driver=self.runner)
 
@@ -362,6 +374,37 @@ async def test_a_run_held_in_process_is_dispatched_at_its_due_time_with_no_tick(
         assert (dispatched - due).total_seconds() < 0.5, "resumed at the due time, not at some tick"
         run = await timed.run(run_id)
         assert run["claimed_by"] is None
+    finally:
+        await timed.runner.aclose()
+
+
+async def test_defect_a_run_held_for_a_short_wait_kept_the_lease_of_its_last_claim(
+    engine: AsyncEngine,
+) -> None:
+    """A run held in process for a wait kept the lease its last step's claim wrote (the step's
+    lease + ``after_step``: 14 s at the bot's leases) whenever that covered the wait, so if its
+    holder died during a 1 s wait the run waited up to 14 s for the takeover, past its next
+    step's due time (measured: 13.6 s, issue 26 item 6). The hold sets the lease to the wake + a
+    run lease, shorter here, so a dead holder's run moves 5 s after its step fell due."""
+    settings = RunnerSettings(
+        hold_in_process_seconds=5,
+        run_lease_seconds=5,
+        step_lease_margin_seconds=3,
+        run_lease_after_step_seconds=1,
+    )
+    # The Discord actions' budget: the hold step's claim leases the run until 10 + 3 + 1 s on.
+    timed = Timed(engine, hold=0.4, window=5, settings=settings, budget_ms=10_000)
+    try:
+        run_id = await timed.start()
+        after = await timed.held(run_id)
+        due = after["due_at"]
+        assert utcnow() < due, "looked too late to see the hold (the machine is too slow)"
+
+        async def lease_set() -> bool:
+            return (await timed.run(run_id))["claim_expires_at"] == due + dt.timedelta(seconds=5)
+
+        await until(lease_set, "the held run's lease is its wake + the run lease")
+        assert await asyncio.wait_for(timed.runner.until_ended(run_id), HANG) is RunStatus.COMPLETED
     finally:
         await timed.runner.aclose()
 
