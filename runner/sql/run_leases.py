@@ -163,9 +163,14 @@ async def next_wake(conn: AsyncConnection, now: dt.datetime) -> dt.datetime | No
         .limit(1)
         .scalar_subquery()
     )
+    # The lease ends include those already past: the tick's reclaim took every lease that had
+    # run out by its start, so one past now ran out since, while the tick worked, and wants a
+    # tick at once. Only lease ends still to come, they were skipped, and the loop slept to the
+    # next (a dead runner's runs whose steps' leases ran out a few ms after the first's waited
+    # for their run leases, 1 s more: issue 26 item 6).
     lease_end = (
         sa.select(runs.c.claim_expires_at)
-        .where(runs.c.claim_expires_at >= now)
+        .where(runs.c.claim_expires_at.is_not(None))
         .order_by(runs.c.claim_expires_at)
         .limit(1)
         .scalar_subquery()
@@ -174,7 +179,7 @@ async def next_wake(conn: AsyncConnection, now: dt.datetime) -> dt.datetime | No
     # every tick): the tick then is what moves the run on (``idx_evstep_lease``).
     step_lease_end = (
         sa.select(steps.c.claim_expires_at)
-        .where(steps.c.status == StepStatus.RUNNING.value, steps.c.claim_expires_at >= now)
+        .where(steps.c.status == StepStatus.RUNNING.value, steps.c.claim_expires_at.is_not(None))
         .order_by(steps.c.claim_expires_at)
         .limit(1)
         .scalar_subquery()

@@ -560,6 +560,32 @@ async def test_defect_a_dead_runners_run_waited_for_its_own_lease_after_its_step
     assert [s["status"] for s in await world.steps_of(live_held)] == ["pending"]
 
 
+async def test_defect_a_step_lease_that_ran_out_during_a_tick_was_left_to_the_run_lease(
+    engine: AsyncEngine,
+) -> None:
+    """The loop's next wake counted only lease ends still to come. A dead runner's steps, claimed
+    a few ms apart, run out a few ms apart: the tick at the first one's end reclaimed that one,
+    and by the time it asked for its next wake the others had run out too, so they were skipped
+    and the loop slept to their runs' leases, 1 s later (measured: 14.0 s for most runs killed
+    mid-send against 13.0 s for the first, issue 26 item 6). A lease that ran out since the tick
+    began is a wake due now."""
+    world = World(engine, settings=RunnerSettings(housekeeping_seconds=60))
+    world.register(world.scripted.action("test.noop"))
+    first_end = T0 + dt.timedelta(seconds=13)
+    second_end = first_end + dt.timedelta(milliseconds=10)
+    first = await stale_run(world, first_end)
+    second = await stale_run(world, second_end)
+    for run_id, end in ((first, first_end), (second, second_end)):
+        await world.set_run(run_id, claimed_by="dead:1", claim_expires_at=end + dt.timedelta(seconds=1))
+
+    await world.tick(first_end + dt.timedelta(milliseconds=5))
+    assert (await world.run(first))["status"] == "completed"
+    world.clock.set(first_end + dt.timedelta(milliseconds=20))
+    assert await world.runner.next_wake() == second_end, "the second lease ran out: tick now"
+    await world.tick(first_end + dt.timedelta(milliseconds=20))
+    assert (await world.run(second))["status"] == "completed"
+
+
 async def test_by_default_every_tick_does_the_housekeeping(world: World) -> None:
     """``housekeeping_seconds`` defaults to 0: a runner ticked by hand reclaims at every tick,
     here one a second after the last."""
