@@ -108,7 +108,8 @@ def serving_settings(interval: float, **overrides: Any) -> RunnerSettings:
         "step_lease_margin_seconds": SERVING_STEP_LEASE_MARGIN_SECONDS,
         # The run's lease ends 1 s after its step's, not a whole run lease later; a dead holder's
         # run does not wait for it (the reclaim that hands its step back drops it), so a takeover
-        # is the step's lease, 13 s, and the survivor's tick at its end (issue 26 item 6).
+        # is the step's lease, 13 s, and the survivor's tick at its end; 14 s if the holder died
+        # between a step's settle and the lease write of a wait held in process (issue 26 item 6).
         "run_lease_after_step_seconds": SERVING_RUN_LEASE_AFTER_STEP_SECONDS,
     }
     values.update(overrides)

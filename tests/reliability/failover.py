@@ -89,13 +89,16 @@ class Leases:
         return dt.timedelta(seconds=self.budget_ms / 1000 + self.margin_seconds)
 
     def worst_case_seconds(self) -> float:
-        """The longest a run can wait after its holder dies: a step claimed just before the kill
-        keeps its lease for budget + margin; a run between steps keeps its run lease (a run held
-        at a wait, its wake + the run lease, but it was not due before its wake). The survivor's
-        loop wakes when the step's lease ends (``run_leases.next_wake``), and that tick's reclaim
-        hands the step back and drops the dead holder's run lease with it, so the run's own
-        lease (renewed to outlast the step's by ``after_step``) adds nothing."""
-        return max(self.budget_ms / 1000 + self.margin_seconds, self.run_lease_seconds)
+        """The longest a run can wait after its holder dies, at the survivor's tick: a step
+        claimed just before the kill keeps its lease for budget + margin, and at that tick's
+        reclaim the dead holder's run lease goes with it; a run at a wait held in process is
+        leased to its wake + the run lease (it was not due before its wake); a run between steps
+        keeps its run lease, and in the moment between a step's settle and the hold's lease write
+        that is still the last claim's, budget + margin + ``after_step``. The survivor's loop wakes
+        at each lease end (``run_leases.next_wake``); a tick it is in the middle of (sending)
+        delays that by the tick's length, which these bounds do not count."""
+        after = self.run_lease_seconds if self.after_step_seconds is None else self.after_step_seconds
+        return max(self.budget_ms / 1000 + self.margin_seconds + after, self.run_lease_seconds)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Failover: SIGKILL one of two runner processes in the middle of an event, while it is sending a
 step; the other carries every run the dead one held on within 20 s of the kill (the leases bound
-it at 13 s), with no step lost or dispatched twice (``tests/reliability/failover.py`` runs and
+it at 13 s for the step being sent, 14 s at most), with no step lost or dispatched twice (``tests/reliability/failover.py`` runs and
 judges the round; ``bench/failover.py`` times ten alone and ten with every core busy).
 
 The leases are the bot's own serving defaults (``bench.failover.SENDING``: a 5 s run lease, a
@@ -47,5 +47,6 @@ async def test_the_survivor_carries_every_run_the_killed_runner_held_on_within_2
     assert done.takeover_seconds <= GOAL_SECONDS, (
         f"runs held by the killed runner waited {done.per_run} s for the survivor"
     )
-    # 2 s for the survivor's tick under load; the target of issue 26 item 6 is 15 s.
+    # 2 s for the survivor's tick under load (the target of issue 26 item 6 is 15 s; measured at
+    # most 14.0 s over twenty kills, alone and with every core busy: bench/RESULTS.md).
     assert done.takeover_seconds <= SENDING.worst_case_seconds() + 2, "the leases bound the wait"
