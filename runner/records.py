@@ -178,7 +178,9 @@ class StaleStep(_Record):
     run_id: int
     # As read before the reclaim: what its give-up decides on (``>= max_attempts``).
     attempts: int
+    # The runner whose lease ran out: taken for dead, so its lease on the run goes too.
+    owner: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> Self:
-        return cls(int(row["id"]), int(row["run_id"]), int(row["attempts"]))
+        return cls(int(row["id"]), int(row["run_id"]), int(row["attempts"]), row.get("claimed_by"))

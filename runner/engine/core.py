@@ -106,8 +106,10 @@ def serving_settings(interval: float, **overrides: Any) -> RunnerSettings:
         # that a slow COMMIT left short, so the margin need only cover clocks and scheduling).
         "run_lease_seconds": SERVING_RUN_LEASE_SECONDS,
         "step_lease_margin_seconds": SERVING_STEP_LEASE_MARGIN_SECONDS,
-        # The run's lease ends 1 s after its step's, not a whole run lease later: the takeover
-        # of a dead holder's run waits for its step's lease and this, 14 s (issue 26 item 6).
+        # The run's lease ends 1 s after its step's, not a whole run lease later; a dead holder's
+        # run does not wait for it (the reclaim that hands its step back drops it), so a takeover
+        # is the step's lease, 13 s, and the survivor's tick at its end; 14 s if the holder died
+        # between a step's settle and the lease write of a wait held in process (issue 26 item 6).
         "run_lease_after_step_seconds": SERVING_RUN_LEASE_AFTER_STEP_SECONDS,
     }
     values.update(overrides)

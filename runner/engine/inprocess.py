@@ -105,9 +105,13 @@ class InProcess:
         if not now < wake <= now + dt.timedelta(seconds=seconds):
             return False
         covered = wake + dt.timedelta(seconds=ctx.settings.step_lease_margin_seconds)
-        if lease.until < covered:
-            until = wake + dt.timedelta(seconds=ctx.settings.run_lease_seconds)
-            if not await _renew(ctx, lease.run_id, until):
+        until = wake + dt.timedelta(seconds=ctx.settings.run_lease_seconds)
+        # The lease is set to the wake + a run lease, shortened as well as lengthened: the last
+        # claim left it at its step's lease + ``after_step`` (14 s serving), and a holder that
+        # died during a short wait kept the run that long, past the step's due time (issue 26
+        # item 6). One UPDATE by primary key per wait held.
+        if lease.until < covered or lease.until > until:
+            if not await _hold_lease(ctx, lease.run_id, until):
                 return False
             lease.until = until
         self._spawn(lease.run_id, self._resume_at(ctx, lease, wake, known))
@@ -200,6 +204,6 @@ class InProcess:
 
 
 @retry_on_conflict
-async def _renew(ctx: EngineContext, run_id: int, until: dt.datetime) -> bool:
+async def _hold_lease(ctx: EngineContext, run_id: int, until: dt.datetime) -> bool:
     async with ctx.engine.begin() as conn:
-        return await run_leases.renew_claim(conn, run_id, ctx.owner, until)
+        return await run_leases.hold_claim(conn, run_id, ctx.owner, until)

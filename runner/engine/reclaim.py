@@ -78,14 +78,16 @@ class Reclaim:
                 continue
             if step.phase == REMINDERS_PHASE:
                 await self._reminder_reclaimed(ctx, conn, step, was.attempts, now)
-                await run_leases.nudge(conn, step.run_id, now)
-                continue
-            if step.status is StepStatus.FAILED and was.attempts >= ctx.settings.max_attempts:
+            elif step.status is StepStatus.FAILED and was.attempts >= ctx.settings.max_attempts:
                 await _gave_up(conn, step, now)
             elif step.status is StepStatus.CANCELLED:
                 await record(conn, step.run_id, StepCancelled(reason="run ended"), now, step_id=step.id)
             elif step.status is StepStatus.PENDING:
                 await _handed_back(ctx, conn, step, now)
+            # Its runner is dead to the run too: the run is taken over at this tick, not when its
+            # own lease (renewed to outlast the step's) runs out as well (issue 26 item 6).
+            if was.owner is not None:
+                await run_leases.let_go_of_dead_holder(conn, step.run_id, was.owner)
             await run_leases.nudge(conn, step.run_id, now)
 
     async def _reminder_reclaimed(

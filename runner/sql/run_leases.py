@@ -71,6 +71,17 @@ async def renew_claim(conn: AsyncConnection, run_id: int, owner: str, lease_unti
     return result.rowcount == 1
 
 
+async def hold_claim(conn: AsyncConnection, run_id: int, owner: str, lease_until: dt.datetime) -> bool:
+    """Set the lease of a run we hold to ``lease_until``, earlier or later (a run held in process
+    for a wait: the wake + a run lease). False if the run is no longer ours."""
+    result = await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id, runs.c.claimed_by == owner, runs.c.claim_expires_at.is_not(None))
+        .values(claim_expires_at=lease_until)
+    )
+    return result.rowcount == 1
+
+
 async def release_claim(
     conn: AsyncConnection,
     run_id: int,
@@ -152,9 +163,14 @@ async def next_wake(conn: AsyncConnection, now: dt.datetime) -> dt.datetime | No
         .limit(1)
         .scalar_subquery()
     )
+    # The lease ends include those already past: the tick's reclaim took every lease that had
+    # run out by its start, so one past now ran out since, while the tick worked, and wants a
+    # tick at once. Only lease ends still to come, they were skipped, and the loop slept to the
+    # next (a dead runner's runs whose steps' leases ran out a few ms after the first's waited
+    # for their run leases, 1 s more: issue 26 item 6).
     lease_end = (
         sa.select(runs.c.claim_expires_at)
-        .where(runs.c.claim_expires_at >= now)
+        .where(runs.c.claim_expires_at.is_not(None))
         .order_by(runs.c.claim_expires_at)
         .limit(1)
         .scalar_subquery()
@@ -163,7 +179,7 @@ async def next_wake(conn: AsyncConnection, now: dt.datetime) -> dt.datetime | No
     # every tick): the tick then is what moves the run on (``idx_evstep_lease``).
     step_lease_end = (
         sa.select(steps.c.claim_expires_at)
-        .where(steps.c.status == StepStatus.RUNNING.value, steps.c.claim_expires_at >= now)
+        .where(steps.c.status == StepStatus.RUNNING.value, steps.c.claim_expires_at.is_not(None))
         .order_by(steps.c.claim_expires_at)
         .limit(1)
         .scalar_subquery()
@@ -174,6 +190,21 @@ async def next_wake(conn: AsyncConnection, now: dt.datetime) -> dt.datetime | No
     row = (await conn.execute(query)).one()
     moments = [moment for moment in (row.wake, row.lease_end, row.step_lease_end) if moment is not None]
     return min(moments) if moments else None
+
+
+async def let_go_of_dead_holder(conn: AsyncConnection, run_id: int, owner: str) -> bool:
+    """Drop the run's lease if ``owner`` holds it: the reclaim found ``owner``'s lease on one of
+    the run's steps run out, so ``owner`` is taken for dead and its hold on the run with it.
+    Without this the run waited ``after_step`` more for its own lease to run out. A holder that
+    was only slow loses nothing it could still use: its settle of the step already fails (the
+    step is no longer its), and so does its next claim (the run is no longer its). By primary
+    key, as ``reclaim_stale`` updates, so it takes no range lock on the lease index."""
+    result = await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id, runs.c.claimed_by == owner, runs.c.claim_expires_at.is_not(None))
+        .values(claimed_by=None, claim_expires_at=None)
+    )
+    return result.rowcount == 1
 
 
 async def reclaim_stale(conn: AsyncConnection, now: dt.datetime) -> int:

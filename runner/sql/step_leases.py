@@ -275,7 +275,7 @@ async def hold_next(
 async def stale(conn: AsyncConnection, now: dt.datetime) -> list[StaleStep]:
     """Leased steps whose lease has run out (their runner died or hung). Parked steps have a
     NULL lease and never appear here, however long they wait."""
-    query = sa.select(steps.c.id, steps.c.run_id, steps.c.attempts).where(
+    query = sa.select(steps.c.id, steps.c.run_id, steps.c.attempts, steps.c.claimed_by).where(
         guards.leased, steps.c.claim_expires_at < now
     )
     return [StaleStep.from_row(row) for row in (await conn.execute(query)).mappings().all()]

@@ -17,8 +17,13 @@ with the same key, and a key-deduping channel (Discord's nonce) showing each del
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
+import os
+import subprocess
+import sys
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +65,9 @@ class Leases:
     hold_seconds: float = 30.0  # hold_in_process_seconds, as the serving bot
     interval: float = 1.0
     after_step_seconds: float | None = None  # run_lease_after_step_seconds (None: the run lease)
+    # The longest an announcement takes (a random sleep up to this): a Discord send, for rounds
+    # that must land the kill while a step is being sent.
+    send_seconds: float = 0.05
 
     def child_options(self) -> dict[str, Any]:
         return {
@@ -72,7 +80,7 @@ class Leases:
             **(
                 {"after_step_seconds": self.after_step_seconds} if self.after_step_seconds is not None else {}
             ),
-            "max_sleep": 0.05,
+            "max_sleep": self.send_seconds,
             "max_attempts": 10,
         }
 
@@ -81,10 +89,14 @@ class Leases:
         return dt.timedelta(seconds=self.budget_ms / 1000 + self.margin_seconds)
 
     def worst_case_seconds(self) -> float:
-        """The longest a run can wait after its holder dies: a step claimed just before the kill
-        keeps its lease for budget + margin and the run's outlasts it by ``after_step``; a run
-        between steps keeps its run lease. The survivor's loop wakes when the run's lease ends
-        (``run_leases.next_wake``) and its reclaim runs at that tick."""
+        """The longest a run can wait after its holder dies, at the survivor's tick: a step
+        claimed just before the kill keeps its lease for budget + margin, and at that tick's
+        reclaim the dead holder's run lease goes with it; a run at a wait held in process is
+        leased to its wake + the run lease (it was not due before its wake); a run between steps
+        keeps its run lease, and in the moment between a step's settle and the hold's lease write
+        that is still the last claim's, budget + margin + ``after_step``. The survivor's loop wakes
+        at each lease end (``run_leases.next_wake``); a tick it is in the middle of (sending)
+        delays that by the tick's length, which these bounds do not count."""
         after = self.run_lease_seconds if self.after_step_seconds is None else self.after_step_seconds
         return max(self.budget_ms / 1000 + self.margin_seconds + after, self.run_lease_seconds)
 
@@ -96,6 +108,9 @@ class Round:
     per_run: dict[int, float]
     killed: str = ""
     verdict: Verdict = field(default_factory=Verdict)
+    # The held runs whose step the victim was sending when it died (its lease still on the
+    # step after the kill): they wait for the step's lease, the longest path.
+    mid_send: list[int] = field(default_factory=list)
 
 
 def _spec(key: str) -> dict[str, Any]:
@@ -126,6 +141,20 @@ async def _held_by(engine: AsyncEngine, owner: str, run_ids: tuple[int, ...]) ->
             )
         ).scalars()
         return sorted({int(r) for r in by_run} | {int(r) for r in by_step})
+
+
+async def _sending(engine: AsyncEngine, owner: str, run_ids: tuple[int, ...]) -> list[int]:
+    """The round's runs with a step under ``owner``'s lease (being sent, not parked)."""
+    async with engine.connect() as conn:
+        leased = await conn.execute(
+            sa.select(steps.c.run_id).where(
+                steps.c.run_id.in_(run_ids),
+                steps.c.claimed_by == owner,
+                steps.c.status == "running",
+                steps.c.claim_expires_at.is_not(None),
+            )
+        )
+        return sorted({int(r) for r in leased.scalars()})
 
 
 async def _statuses(engine: AsyncEngine, run_ids: tuple[int, ...]) -> dict[int, str]:
@@ -168,10 +197,13 @@ async def one_round(
     leases: Leases,
     *,
     finish_within: float = 180.0,
+    mid_send: bool = False,
 ) -> Round:
     """Start a round's runs, kill whichever process holds more of them (the two race for every
     run; either may have them all), time the takeover by the other, let it finish the round,
-    and judge it. The caller replaces the process killed (``Round.killed``)."""
+    and judge it. ``mid_send``: the kill lands only while the victim is sending a step (most of
+    the time its runs sit in waits held in process). The caller replaces the process killed
+    (``Round.killed``)."""
     key = f"failover-{uuid.uuid4().hex[:8]}"
     run_ids = await publish_and_start(engine, controls, _spec(key))
     children = (first, second)
@@ -183,13 +215,14 @@ async def one_round(
             if max(counts):
                 victim, survivor = children if counts[0] >= counts[1] else children[::-1]
                 held = await _held_by(engine, victim.owner, run_ids)
-                if held:
+                if held and (not mid_send or await _sending(engine, victim.owner, run_ids)):
                     killed_at = utcnow()
                     await victim.kill()
                     break
             await asyncio.sleep(0.02)
     # The runs the victim held as it died, read after the kill (what it wrote last is there).
     held = sorted(set(held) | set(await _held_by(engine, victim.owner, run_ids)))
+    sending = await _sending(engine, victim.owner, run_ids)
     per_run: dict[int, float] = {}
     async with asyncio.timeout(finish_within):
         while True:
@@ -210,13 +243,35 @@ async def one_round(
             await asyncio.sleep(0.1)
     if not held:
         raise AssertionError("the victim finished every run it held before the kill landed")
-    result = Round(held, max(per_run.values()), per_run, killed=victim.owner)
+    result = Round(
+        held,
+        max(per_run.values()),
+        per_run,
+        killed=victim.owner,
+        mid_send=[r for r in sending if r in per_run],
+    )
     journals = _of_round(read_journals([victim.journal, survivor.journal]), run_ids)
     rows = await _steps_of(engine, run_ids)
     judge_completion(await _statuses(engine, run_ids), rows, STEPS, result.verdict)
     judge_leases(journals, leases.step_lease, {victim.owner}, result.verdict)
     judge_deliveries(journals, rows, result.verdict)
     return result
+
+
+@contextlib.contextmanager
+def cores_kept_busy(loaded: bool) -> Iterator[None]:
+    """One spinning process per core for the round: the promise holds on a loaded machine."""
+    burners = (
+        [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+        if loaded
+        else []
+    )
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
 
 
 async def start_child(url: str, owner: str, workdir: Path, leases: Leases) -> Child:

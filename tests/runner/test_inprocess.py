@@ -286,20 +286,32 @@ class Timed:
     """A run of [hold, record] on the system clock: the hold answers ``holdFor``, the record
     step notes when it was dispatched."""
 
-    def __init__(self, engine: AsyncEngine, *, hold: float, window: float) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        hold: float,
+        window: float,
+        settings: RunnerSettings | None = None,
+        budget_ms: int = 1000,
+    ) -> None:
         self.engine = engine
         self.hold = hold
         self.recorded: list[dt.datetime] = []
         self.registry = ActionRegistry()
         self.registry.register(
-            "test", [build_action("test.hold", self._hold), build_action("test.record", self._record)]
+            "test",
+            [
+                build_action("test.hold", self._hold, budget_ms=budget_ms),
+                build_action("test.record", self._record, budget_ms=budget_ms),
+            ],
         )
         self.runner = Runner(
             engine,
             self.registry,
             clock=SystemClock(),
             owner="host:held",
-            settings=RunnerSettings(hold_in_process_seconds=window),
+            settings=settings or RunnerSettings(hold_in_process_seconds=window),
         )
         self.controls = Controls(engine, versions=self.runner.versions, driver=self.runner)
 
@@ -362,6 +374,37 @@ async def test_a_run_held_in_process_is_dispatched_at_its_due_time_with_no_tick(
         assert (dispatched - due).total_seconds() < 0.5, "resumed at the due time, not at some tick"
         run = await timed.run(run_id)
         assert run["claimed_by"] is None
+    finally:
+        await timed.runner.aclose()
+
+
+async def test_defect_a_run_held_for_a_short_wait_kept_the_lease_of_its_last_claim(
+    engine: AsyncEngine,
+) -> None:
+    """A run held in process for a wait kept the lease its last step's claim wrote (the step's
+    lease + ``after_step``: 14 s at the bot's leases) whenever that covered the wait, so if its
+    holder died during a 1 s wait the run waited up to 14 s for the takeover, past its next
+    step's due time (measured: 13.6 s, issue 26 item 6). The hold sets the lease to the wake + a
+    run lease, shorter here, so a dead holder's run moves 5 s after its step fell due."""
+    settings = RunnerSettings(
+        hold_in_process_seconds=5,
+        run_lease_seconds=5,
+        step_lease_margin_seconds=3,
+        run_lease_after_step_seconds=1,
+    )
+    # The Discord actions' budget: the hold step's claim leases the run until 10 + 3 + 1 s on.
+    timed = Timed(engine, hold=0.4, window=5, settings=settings, budget_ms=10_000)
+    try:
+        run_id = await timed.start()
+        after = await timed.held(run_id)
+        due = after["due_at"]
+        assert utcnow() < due, "looked too late to see the hold (the machine is too slow)"
+
+        async def lease_set() -> bool:
+            return (await timed.run(run_id))["claim_expires_at"] == due + dt.timedelta(seconds=5)
+
+        await until(lease_set, "the held run's lease is its wake + the run lease")
+        assert await asyncio.wait_for(timed.runner.until_ended(run_id), HANG) is RunStatus.COMPLETED
     finally:
         await timed.runner.aclose()
 
@@ -487,6 +530,60 @@ async def test_defect_a_dead_runners_step_waited_for_the_next_housekeeping_to_be
     assert report.reclaimed == 1, "handed back between housekeepings"
     assert (await world.run(stale_later))["status"] == "completed"
     assert [s["attempts"] for s in await world.steps_of(stale_later)] == [2]
+
+
+async def test_defect_a_dead_runners_run_waited_for_its_own_lease_after_its_step_was_handed_back(
+    engine: AsyncEngine,
+) -> None:
+    """A step's claim renews the run's lease to outlast the step's (by ``after_step``, 1 s when
+    serving), so after the reclaim handed a dead runner's step back, its run stayed the dead
+    runner's for that long: the takeover was step lease + 1 s, 14 s at the bot's leases against
+    a 15 s target (issue 26 item 6). The reclaim now takes the dead runner's hold on the run
+    with its step: the tick just past the step's lease hands the step back and drives the run.
+    A lease on the run that someone else holds (a live runner took it meanwhile) is kept."""
+    world = World(engine, settings=RunnerSettings(housekeeping_seconds=60, run_lease_after_step_seconds=1))
+    world.register(world.scripted.action("test.noop"))
+    step_lease_end = T0 + dt.timedelta(seconds=13)
+    run_lease_end = step_lease_end + dt.timedelta(seconds=1)
+    dead_held = await stale_run(world, step_lease_end)
+    await world.set_run(dead_held, claimed_by="dead:1", claim_expires_at=run_lease_end)
+    live_held = await stale_run(world, step_lease_end)
+    await world.set_run(live_held, claimed_by="live:2", claim_expires_at=T0 + dt.timedelta(seconds=60))
+    await world.tick(T0)
+
+    report = await world.tick(step_lease_end + dt.timedelta(milliseconds=10))
+    assert report.reclaimed == 2
+    assert (await world.run(dead_held))["status"] == "completed", "taken over at the step's lease end"
+    assert [s["attempts"] for s in await world.steps_of(dead_held)] == [2], "attempts counted on"
+    kept = await world.run(live_held)
+    assert (kept["claimed_by"], kept["claim_expires_at"]) == ("live:2", T0 + dt.timedelta(seconds=60))
+    assert [s["status"] for s in await world.steps_of(live_held)] == ["pending"]
+
+
+async def test_defect_a_step_lease_that_ran_out_during_a_tick_was_left_to_the_run_lease(
+    engine: AsyncEngine,
+) -> None:
+    """The loop's next wake counted only lease ends still to come. A dead runner's steps, claimed
+    a few ms apart, run out a few ms apart: the tick at the first one's end reclaimed that one,
+    and by the time it asked for its next wake the others had run out too, so they were skipped
+    and the loop slept to their runs' leases, 1 s later (measured: 14.0 s for most runs killed
+    mid-send against 13.0 s for the first, issue 26 item 6). A lease that ran out since the tick
+    began is a wake due now."""
+    world = World(engine, settings=RunnerSettings(housekeeping_seconds=60))
+    world.register(world.scripted.action("test.noop"))
+    first_end = T0 + dt.timedelta(seconds=13)
+    second_end = first_end + dt.timedelta(milliseconds=10)
+    first = await stale_run(world, first_end)
+    second = await stale_run(world, second_end)
+    for run_id, end in ((first, first_end), (second, second_end)):
+        await world.set_run(run_id, claimed_by="dead:1", claim_expires_at=end + dt.timedelta(seconds=1))
+
+    await world.tick(first_end + dt.timedelta(milliseconds=5))
+    assert (await world.run(first))["status"] == "completed"
+    world.clock.set(first_end + dt.timedelta(milliseconds=20))
+    assert await world.runner.next_wake() == second_end, "the second lease ran out: tick now"
+    await world.tick(first_end + dt.timedelta(milliseconds=20))
+    assert (await world.run(second))["status"] == "completed"
 
 
 async def test_by_default_every_tick_does_the_housekeeping(world: World) -> None:

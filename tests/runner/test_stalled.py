@@ -113,8 +113,9 @@ async def test_a_step_whose_runner_keeps_dying_stalls_its_run(world: World) -> N
     world.register(world.scripted.action("test.crashy"))
     run_id = await world.seed_run([phase("main", step("test.crashy"))], status="running")
     (s,) = await world.steps_of(run_id)
-    # The dead runner's run lease outlives its step lease, so the tick cannot take the run yet.
-    await world.set_run(run_id, claimed_by="dead:1", claim_expires_at=later(3_600_000), wake_at=None)
+    # Another runner holds the run's lease (the reclaim drops only the dead runner's), so the
+    # tick cannot take the run yet: only the reclaim acts on it.
+    await world.set_run(run_id, claimed_by="other:2", claim_expires_at=later(3_600_000), wake_at=None)
 
     await _die_holding(world, s["id"], 1, later(-1000))
     report = await world.tick(T0)
@@ -128,7 +129,7 @@ async def test_a_step_whose_runner_keeps_dying_stalls_its_run(world: World) -> N
     (stalled,) = _lines(await world.log(run_id), "run.stalled")
     assert stalled["detail"] == {"reason": "reclaimed", "step_id": s["id"], "reclaims": 2, "from": "ok"}
 
-    # The dead runner's run lease runs out; the next tick dispatches the step and it succeeds.
+    # The other runner's run lease runs out; the next tick dispatches the step and it succeeds.
     await world.tick(later(3_601_000))
     run = await world.run(run_id)
     assert (run["status"], run["health"]) == ("completed", "ok")
@@ -144,7 +145,8 @@ async def test_a_stalled_step_given_up_by_the_reclaim_clears_the_stall_and_degra
         [phase("main", step("test.crashy", on_failure="skip"), step("test.after"))], status="running"
     )
     s = (await world.steps_of(run_id))[0]
-    await world.set_run(run_id, claimed_by="dead:1", claim_expires_at=later(3_600_000), wake_at=None)
+    # Held by another runner: the reclaim alone acts on the run (as above).
+    await world.set_run(run_id, claimed_by="other:2", claim_expires_at=later(3_600_000), wake_at=None)
     for death in range(1, MAX_ATTEMPTS):
         await _die_holding(world, s["id"], death, later(death * 1000))
         await world.tick(later(death * 1000 + 500))
