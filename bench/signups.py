@@ -38,7 +38,7 @@ from actions import validation_registry
 from bench.backends import Backend, fresh_engine
 from bench.results import Options, Result, median, percentile
 from bot.app import EventBot, create_bot, sync_tree
-from bot.loops.signup_messages import EDIT_GAP
+from bot.cogs.signups._messages import EDIT_GAP
 from runner import catalog, definitions
 from runner.history import Actor
 from wiring.config import Config

@@ -1,6 +1,6 @@
 """Issue 26 item 3: the worst upload under the 256 KB cap, read and checked as ``/event validate``
-checks an attachment (``bot.publishing._read_and_check`` in a process of its own, through
-``bot.upload_checks.run_capped`` called from a worker thread), must be answered within 2 s, and a
+checks an attachment (``bot.cogs.publishing._flow._read_and_check`` in a process of its own, through
+``bot.cogs.publishing._checks.run_capped`` called from a worker thread), must be answered within 2 s, and a
 tick in the same process must not be held up by more than 100 ms meanwhile.
 
 Eight worst shapes are built to just under the cap (tens of thousands of sign-up options,
@@ -24,9 +24,9 @@ from pathlib import Path
 
 from bench.backends import Backend
 from bench.results import Options, Result, median
+from bot.cogs.publishing._checks import run_capped
+from bot.cogs.publishing._flow import CHECK_SECONDS, MAX_UPLOAD_BYTES, _read_and_check
 from bot.errors import BotError
-from bot.publishing import CHECK_SECONDS, MAX_UPLOAD_BYTES, _read_and_check
-from bot.upload_checks import run_capped
 
 ANSWER_TARGET = 2.0
 DELAY_TARGET = 0.100

@@ -32,23 +32,22 @@ from discord import app_commands
 from discord.ext import commands
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.background import Background, LeasedLoop
 from bot.channel_budget import ChannelBudget
 from bot.claims import InteractionGate
 from bot.clock import DiscordClock
-from bot.cogs.events import EventCog
+from bot.cogs.control._cog import EventCog
+from bot.cogs.events_tab._loop import Mirror
+from bot.cogs.live._loop import LiveRuns
+from bot.cogs.publishing._drafts import Drafts
+from bot.cogs.signups._import import SignupImports
+from bot.cogs.signups._messages import SignupMessages
+from bot.cogs.signups._roles import AttendeeRoles
+from bot.cogs.signups._threads import EventThreads
+from bot.cogs.staff_log._loop import StaffLog
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import DATABASE_ERRORS, StartupError
 from bot.invalid_requests import InvalidRequests
-from bot.loops.attendee_roles import AttendeeRoles
-from bot.loops.event_threads import EventThreads
-from bot.loops.live_runs import LiveRuns
-from bot.loops.scheduled_events import Mirror
-from bot.loops.signup_import import SignupImports
-from bot.loops.signup_messages import SignupMessages
-from bot.loops.staff_log import StaffLog
-from bot.loops.ticker import Ticker
-from bot.loops.work_lease import LEASE_PASSES, WorkLease
-from bot.publish_drafts import Drafts
 from bot.startup import (
     Retry,
     Unreachable,
@@ -57,10 +56,11 @@ from bot.startup import (
     keep_trying,
     quiet_voice,
 )
+from bot.ticker import Ticker
 from bot.tree import GuardedTree
+from bot.work_lease import LEASE_PASSES, WorkLease
 from bridge.exclusive import ExternalClaims, WorkLeases
 from bridge.listings import ListingService
-from runner.bus import DriveFinished
 from runner.clock import Clock
 from runner.db import create_engine
 from runner.engine import RunnerSettings, serving_settings
@@ -78,7 +78,7 @@ GATEWAY_TOKEN_REFUSED = 4004
 # Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
 STAFF_LOG_WORK = "staff-log"
 
-EXTENSIONS = ("bot.cogs.cues", "bot.cogs.events", "bot.cogs.signups")
+EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog")
 
 
 class EventBot(commands.Bot):
@@ -121,8 +121,6 @@ class EventBot(commands.Bot):
             clock=self.clock,
             settings=runner_settings or self._runner_settings(config),
             owner=owner,
-            # The controls are the one layer that wakes the runner after a change.
-            on_change=self.nudge,
             drive_starts=True,
         )
         # Another process may share the token and the database: each interaction is claimed
@@ -130,54 +128,58 @@ class EventBot(commands.Bot):
         process = self.services.runner.owner
         self.interaction_gate = InteractionGate(ExternalClaims(engine, process), self.clock)
         self.work_leases = WorkLeases(engine, process, seconds=LEASE_PASSES * config.tick_interval_seconds)
+        # What every background loop works with; each follows the runner's bus for its wake-ups.
+        self.kit = Background(
+            client=self,
+            config=config,
+            engine=engine,
+            versions=self.services.versions,
+            clock=self.clock,
+            bus=self.services.runner.bus,
+            budget=self.channel_budget,
+            owner=process,
+        )
         self.ticker: Ticker | None = None
         self.staff_log: StaffLog | None = None
         # What /event publish previewed and waits for Publish or Cancel: this process's alone.
         self.publish_drafts = Drafts()
         self.interaction_gate.elsewhere.append(self.publish_drafts.elsewhere)
+        interval = config.tick_interval_seconds
         # The live run messages: their own loop, so a slow or refused edit never holds up a run.
-        self.live_runs = LiveRuns(
-            self,
-            config,
-            engine,
-            self.services.versions,
-            owner=process,
-            clock=self.clock,
-            budget=self.channel_budget,
-            lease=self.lease_for("live-run-messages"),
-            interval=config.tick_interval_seconds,
-            posted=self._staff_log_nudge,
-        )
+        self.live_runs = LiveRuns(self.kit, lease=self.lease_for("live-run-messages"), interval=interval)
         self.add_listener(self.live_runs.on_raw_message_delete, "on_raw_message_delete")
         # The event threads (attendees added, archived at the run's end) and the attendee roles.
-        self.event_threads = EventThreads(self, interval=config.tick_interval_seconds)
-        self.attendee_roles = AttendeeRoles(self, interval=config.tick_interval_seconds)
+        self.event_threads = EventThreads(self.kit, lease=self.lease_for("event-threads"), interval=interval)
+        self.attendee_roles = AttendeeRoles(
+            self.kit, lease=self.lease_for("attendee-roles"), interval=interval
+        )
         events = config.discord_events
         # The Events-tab mirror: its own loop, so a refused or slow request never holds up a run.
         self.mirror = Mirror(
-            self,
-            config,
+            self.kit,
             ListingService(
                 engine,
                 self.services.versions,
                 self.clock,
-                self.services.runner.owner,
+                process,
                 horizon_seconds=events.horizon,
                 max_listed=events.max_listed,
                 mirror_by_default=events.mirror,
             ),
             lease=self.lease_for("events-mirror"),
-            interval=config.tick_interval_seconds,
-            notice=self._staff_log_notice,
-            # A new listing's Interested list is read at once (then every few minutes).
-            listed=self._listing_created,
+            interval=interval,
         )
-        # Sign-up messages and promotion notices (``bot.loops.signup_messages``).
-        self.signup_messages = SignupMessages(self, interval=config.tick_interval_seconds)
+        desk = self.services.signups
+        # Sign-up messages and promotion notices (``bot.cogs.signups._messages``).
+        self.signup_messages = SignupMessages(
+            self.kit, desk, lease=self.lease_for("signup-messages"), interval=interval
+        )
         # A ``discord.signup`` step's message is the loop's to post, as the booking's is.
         self.services.delivery.signup_poster = self.signup_messages
         # The Discord event's Interested members imported as sign-ups (``signup.interested``).
-        self.signup_imports = SignupImports(self, interval=config.tick_interval_seconds)
+        self.signup_imports = SignupImports(
+            self.kit, desk, lease=self.lease_for("signup-import"), interval=interval
+        )
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
         # Every interaction reaches this listener, handled or not; the tree's and the buttons'
@@ -194,16 +196,14 @@ class EventBot(commands.Bot):
     def _invalid_requests_changed(self, backing_off: bool) -> None:
         budget = self.invalid_requests.budget
         if backing_off:
-            self._staff_log_notice(
+            self.kit.tell_staff(
                 f"⚠️ Discord refused {budget} or more of the bot's requests in 10 minutes (401, 403 or 429): "
                 "sign-up messages, attendee roles, threads, the Events tab and live messages pause "
                 f"until fewer than {budget // 2}, far below the 10,000 at which Discord bans the IP. "
                 "/event health shows the count."
             )
         else:
-            self._staff_log_notice(
-                "✅ Discord's refusals are back under the budget: background work resumes."
-            )
+            self.kit.tell_staff("✅ Discord's refusals are back under the budget: background work resumes.")
 
     @property
     def delivery(self) -> DiscordDelivery:
@@ -236,87 +236,36 @@ class EventBot(commands.Bot):
         for extension in EXTENSIONS:
             await self.load_extension(extension)
         self.staff_log = StaffLog(
-            self,
-            self.config,
-            self.engine,
-            self.services.versions,
-            interval=self.config.tick_interval_seconds,
-            lease=self.lease_for(STAFF_LOG_WORK),
-            budget=self.channel_budget,
-            clock=self.clock,
+            self.kit, interval=self.config.tick_interval_seconds, lease=self.lease_for(STAFF_LOG_WORK)
         )
         await self.staff_log.prime()
         await self.live_runs.prime()
-        # A run started here is driven outside the ticks; its lines are posted when it lets go.
-        self.services.runner.bus.subscribe(lambda _event: self._after_tick(), {DriveFinished})
         self.ticker = Ticker(
-            self.services.runner,
-            interval=self.config.tick_interval_seconds,
-            after_tick=self._after_tick,
-            before=self.wait_until_ready,
+            self.services.runner, interval=self.config.tick_interval_seconds, before=self.wait_until_ready
         )
         self.ticker.start()
-        self.staff_log.start()
-        self.mirror.start()
-        self.live_runs.start()
-        self.signup_messages.start()
-        self.signup_imports.start()
-        self.event_threads.start()
-        self.attendee_roles.start()
+        for loop in self.background_loops():
+            loop.start()
 
-    # The staff log is built in ``setup_hook``, after the loops that report to it.
-    def _staff_log_nudge(self) -> None:
-        if self.staff_log is not None:
-            self.staff_log.nudge()
-
-    def _listing_created(self) -> None:
-        self.signup_imports.nudge()
-
-    def _staff_log_notice(self, text: str) -> None:
-        if self.staff_log is not None:
-            self.staff_log.notice(text)
-
-    def _after_tick(self) -> None:
-        # The staff log, the mirror and the live messages follow the run log; a tick is when it has grown.
-        if self.staff_log is not None:
-            self.staff_log.nudge()
-        self.mirror.nudge()
-        self.live_runs.nudge()
-        self.signup_messages.nudge()
-        self.event_threads.nudge()
-        self.attendee_roles.nudge()
-
-    def signups_changed(self) -> None:
-        """A sign-up list changed (a click, a member leaving the server): the sign-up and live
-        messages, the attendee roles and the event threads follow now, not at their next pass."""
-        self.signup_messages.nudge()
-        self.live_runs.nudge()
-        self.attendee_roles.nudge()
-        self.event_threads.nudge()
-
-    def nudge(self) -> None:
-        """Something changed (a control, a click): tick now rather than at the next interval."""
-        if self.ticker is not None:
-            self.ticker.nudge()
-
-    async def stop_work(self) -> None:
-        """Stop the loops, and hand the work they held to the other process, if any, which
-        takes it over at its next pass."""
-        loops = (
-            self.staff_log,
+    def background_loops(self) -> list[LeasedLoop]:
+        """Every loop that follows the database, the staff log's once it is built."""
+        loops: list[LeasedLoop] = [
             self.mirror,
             self.live_runs,
             self.signup_messages,
             self.signup_imports,
             self.event_threads,
             self.attendee_roles,
-        )
-        for loop in (self.ticker, *loops):
-            if loop is not None:
-                loop.cancel()
-        for loop in loops:
-            if loop is not None and loop.lease is not None:
-                await loop.lease.give_back()
+        ]
+        return loops if self.staff_log is None else [self.staff_log, *loops]
+
+    async def stop_work(self) -> None:
+        """Stop the loops, each once its pass let go of what it held, and hand the work they
+        held to the other process, if any, which takes it over at its next pass."""
+        if self.ticker is not None:
+            await self.ticker.stop()
+        for loop in self.background_loops():
+            await loop.stop()
 
     async def close(self) -> None:
         await self.stop_work()

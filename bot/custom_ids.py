@@ -7,13 +7,13 @@ pattern a press is matched with, ``from_match`` reads a match back, and ``parse`
 the bot made (``None`` for one it did not). Discord allows 100 characters; the longest here (a
 start with a 64-character key) is well under.
 
-* ``cue:<step_id>:<confirm|skip>``: a GM cue's Confirm and Skip (``bot.cogs.cues``).
+* ``cue:<step_id>:<confirm|skip>``: a GM cue's Confirm and Skip (``bot.cogs.cues._cog``).
 * ``evstart:<key>:<version id>:<scope index|*>:<l|r>``: "Start anyway" (or "Rehearse anyway")
-  under a preflight's problems, pinned to the version checked (``bot.cogs.events``).
+  under a preflight's problems, pinned to the version checked (``bot.cogs.control._cog``).
 * ``evpub:<token>:<publish|cancel>``: the buttons of a ``/event publish`` preview, naming the
-  draft this process holds (``bot.publishing``, ``bot.publish_drafts``).
+  draft this process holds (``bot.cogs.publishing._flow``, ``bot.cogs.publishing._drafts``).
 * ``signup:<run_id>:<option|~leave>``: a sign-up message's option buttons and its Leave
-  (``bot.cogs.signups``); an option's name is a key, which never holds ``~``.
+  (``bot.cogs.signups._cog``); an option's name is a key, which never holds ``~``.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ from actions.delivery import (
 from actions.mentions import Mentions, PingPolicy
 from actions.messaging import Describe
 from bot.channel_budget import ChannelBudget
-from bot.cue_messages import cue_embed, cue_view, mark_settled, settled_text
+from bot.cogs.cues._render import cue_embed, cue_view, mark_settled, settled_text
 from bot.rendering import REHEARSAL_MARK, clip, person
 from runner.controls import CueRef
 from runner.history import RunEnding

@@ -85,7 +85,7 @@ async def admit(config: Config, interaction: discord.Interaction, capability: st
     reason = refusal(config, interaction, capability)
     if reason is None:
         return True
-    # Imported here: bot.errors needs bot.rendering, which names actors through this module.
+    # Imported here: bot.errors needs bot.cogs.control._render, which names actors through this module.
     from bot.errors import send_ephemeral
 
     command = interaction.command

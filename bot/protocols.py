@@ -3,7 +3,7 @@
 The bot (``bot.app.EventBot``) satisfies each; the parts name only what they use. A command or a
 button that Discord rebuilds from its custom id has only the interaction in hand, so it reaches
 the bot through ``interaction.client``, checked against ``Served`` (``served``); a loop is
-handed its collaborators one by one when the bot builds it.
+handed its collaborators (``bot.background.Background``) when the bot builds it.
 
 Type-only imports: this module imports nothing of the bot at run time, so any module may
 import it without a cycle.
@@ -17,26 +17,20 @@ import discord
 
 if TYPE_CHECKING:
     from bot.claims import InteractionGate
+    from bot.cogs.events_tab._loop import Mirror
+    from bot.cogs.publishing._drafts import Drafts
     from bot.discord_delivery import DiscordDelivery
     from bot.invalid_requests import InvalidRequests
-    from bot.loops.scheduled_events import Mirror
-    from bot.publish_drafts import Drafts
     from wiring.config import Config
     from wiring.services import Services
-
-
-class Nudgeable(Protocol):
-    """A loop that can be told to look now rather than at its next interval."""
-
-    def nudge(self) -> None: ...
 
 
 @runtime_checkable
 class Served(Protocol):
     """What a command, an autocomplete or a button needs of the bot it reached: the config, the
     engine's services, the claims on interactions, this process's publish previews, the
-    Events-tab mirror (whose trouble ``/event status`` and ``/event health`` show), and a way to
-    wake the runner after a change."""
+    Events-tab mirror (whose trouble ``/event status`` and ``/event health`` show) and the count of
+    refused requests. (What a command changes wakes whoever follows it through the runner's bus.)"""
 
     @property
     def config(self) -> Config: ...
@@ -55,8 +49,6 @@ class Served(Protocol):
 
     @property
     def invalid_requests(self) -> InvalidRequests: ...
-
-    def nudge(self) -> None: ...
 
 
 def served(interaction: discord.Interaction) -> Served:

@@ -1,6 +1,6 @@
 """Which runs have the members who marked their Discord scheduled event "Interested" imported as
 sign-ups (``signup.interested``), and until when. No Discord here: the bot's loop
-(``bot.loops.signup_import``) polls each one's Interested list and hands every member to
+(``bot.cogs.signups._import``) polls each one's Interested list and hands every member to
 ``runner.signups.import_interested``, which decides as a click would.
 
 A run is polled while it is scheduled, its listing has a Discord event that is still scheduled

@@ -1,6 +1,6 @@
 """The calendar entry each scheduled occurrence should have (a Discord scheduled event), and the
 service that finds which entries need pushing. No Discord here: the bot's publisher
-(``bot.loops.scheduled_events``) turns a ``Work`` into requests and reports back.
+(``bot.cogs.events_tab._loop``) turns a ``Work`` into requests and reports back.
 
 What needs pushing is found **in proportion to changes, not ticks**; an idle pass is four
 indexed queries that return nothing (or one row: the newest version):

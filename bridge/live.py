@@ -4,7 +4,7 @@ where its steps posted (channel and message ids), its sign-up list when its even
 (``runner.signups``), and, once it is over, how it ended; and where its live message is.
 
 The bot renders ``LiveView`` as the embed it keeps edited in the staff channel
-(``bot.loops.live_runs``); the staff log links a run's lines to ``live_message_of``.
+(``bot.cogs.live._loop``); the staff log links a run's lines to ``live_message_of``.
 
 What counts as "the last human action": a start by a person (not the schedule), a pause,
 resume, cancel or retry control, and a cue's Confirm or Skip, each with the actor its run-log
@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bridge.sql import live_messages as live_sql
 from runner import catalog, history, signups
+from runner.bus import Event
 from runner.db import retry_on_conflict
 from runner.history import Actor, Entry, RunEnding
 from runner.records import RunRecord
@@ -33,6 +34,13 @@ from runner.views.runs import RunView, StepView, run_view, step_name
 
 # The actor the schedule starts its occurrences as: a start, but nobody's hand.
 SCHEDULE_ACTOR = "schedule"
+
+
+@dataclass(frozen=True)
+class LiveMessagePosted(Event):
+    """A run's live message went up: the staff log links a new run's lines to it."""
+
+    run_id: int
 
 
 class WaitKind(enum.Enum):

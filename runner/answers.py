@@ -3,7 +3,7 @@
 The controls decide; the front ends word. A ``ControlResult`` says which control answered, what
 happened (``Reason``) and the structured facts a front end needs to say it in its own medium (the
 run's status, who settled a step, which runs were started). The Discord front end renders it in
-``bot.rendering``, the rehearsal and the command line in plain text; nothing has to pull a fact
+``bot.cogs.control._render``, the rehearsal and the command line in plain text; nothing has to pull a fact
 back out of a sentence.
 """
 

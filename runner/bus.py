@@ -4,9 +4,10 @@ something and delivered to whoever follows it, in the shape of APScheduler 4's
 is a plain function, called at once, or a coroutine function, run in a task of its own).
 
 One path instead of a hook per caller: a control's change asks for a tick now; a tick starting
-wakes the runs held in process (a control may have changed what they wait for); a drive outside
-the tick letting its run go tells the front end, as the end of a tick does, that the run log
-has grown. (Another process's control reaches this one through the run's row, not the bus:
+wakes the runs held in process (a control may have changed what they wait for); a tick's end or
+a drive outside the tick letting its run go tells the front end that the run log has grown
+(``LogGrew``); a sign-up list's change (``SignupsChanged``) wakes what shows it. Publishers do
+not know their followers: a front end's loops subscribe in their constructors. (Another process's control reaches this one through the run's row, not the bus:
 ``runs.nudges`` and ``wake_at``.) A subscriber's failure is
 logged and never reaches the publisher: the runner must not stop for a listener.
 """
@@ -36,7 +37,12 @@ class TickStarted(Event):
 
 
 @dataclass(frozen=True)
-class TickFinished(Event):
+class LogGrew(Event):
+    """The run log may have grown (a tick or a drive is over): whatever shows it follows."""
+
+
+@dataclass(frozen=True)
+class TickFinished(LogGrew):
     """A tick is over; what it did."""
 
     report: TickReport
@@ -49,11 +55,40 @@ class RunsChanged(Event):
 
 
 @dataclass(frozen=True)
-class DriveFinished(Event):
+class VersionPublished(Event):
+    """A new version of an event was published: its schedule (occurrences, reminders, the
+    Events tab) follows at the next tick, which should be now."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class DriveFinished(LogGrew):
     """A drive outside the tick (a start handed over, a wait held in process) let its run go:
     the run log has grown, as after a tick."""
 
     run_id: int
+
+
+@dataclass(frozen=True)
+class SignupsChanged(Event):
+    """A run's sign-up list changed (a click, an import, a member who left, staff): its
+    message, roles and thread follow now rather than at their next pass."""
+
+    run_id: int
+
+
+@dataclass(frozen=True)
+class ListingCreated(Event):
+    """An occurrence was listed in a platform's events (Discord's Events tab): who imports its
+    Interested members reads the new listing at once."""
+
+
+@dataclass(frozen=True)
+class StaffNotice(Event):
+    """A line for staff that is not in the run log (a part of the bot that cannot do its work)."""
+
+    text: str
 
 
 @dataclass(frozen=True)
@@ -87,8 +122,8 @@ class LocalEventBus:
         *,
         one_shot: bool = False,
     ) -> Subscription:
-        """Deliver every published event of ``event_types`` (every event, if None) to
-        ``callback``; ``one_shot``: only the first."""
+        """Deliver every published event of ``event_types`` or a subclass of one (every event,
+        if None) to ``callback``; ``one_shot``: only the first."""
         types = frozenset(event_types) if event_types is not None else None
         subscription = Subscription(self, callback, types, one_shot)
         self._subscriptions.append(subscription)
@@ -100,7 +135,9 @@ class LocalEventBus:
 
     def publish(self, event: Event) -> None:
         for subscription in list(self._subscriptions):
-            if subscription.event_types is not None and type(event) not in subscription.event_types:
+            if subscription.event_types is not None and subscription.event_types.isdisjoint(
+                type(event).__mro__
+            ):
                 continue
             if subscription.one_shot:
                 self.unsubscribe(subscription)

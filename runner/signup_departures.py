@@ -33,6 +33,13 @@ async def left_the_server(
     engine: AsyncEngine, member_id: str, member_name: str, now: dt.datetime
 ) -> list[signups.LeaveAnswer]:
     """Take ``member_id`` off every list of a run in flight; what each leave answered."""
+    return [
+        await signups.leave(engine, run_id, member_id, member_name, now)
+        for run_id in await runs_of(engine, member_id)
+    ]
+
+
+async def runs_of(engine: AsyncEngine, member_id: str) -> list[int]:
+    """The runs in flight whose lists hold ``member_id``."""
     async with engine.connect() as conn:
-        run_ids = await sql.runs_of_member(conn, member_id)
-    return [await signups.leave(engine, run_id, member_id, member_name, now) for run_id in run_ids]
+        return list(await sql.runs_of_member(conn, member_id))

@@ -331,7 +331,7 @@ def shrink(path: Path) -> None:
 
 
 def live_messages_available() -> bool:
-    """The live run message (issue 12) is drawn by ``bot.loops.live_runs`` once it exists."""
+    """The live run message (issue 12) is drawn by ``bot.cogs.live._loop`` once it exists."""
     # Looked for beside this script, not by import: an editable install would find the module in
     # another checkout than the one being drawn.
     return (ROOT / "bot" / "loops" / "live_runs.py").exists()
@@ -380,7 +380,7 @@ async def shoot(w: World, camera: Camera) -> None:
             height=TALL,
         )
     else:
-        camera.skip("live-run", "the live run message", "bot/loops/live_runs.py is not in this tree yet")
+        camera.skip("live-run", "the live run message", "bot/cogs/live/_loop.py is not in this tree yet")
 
     await w.gm.click(gm_cues.last_message, label="Confirm")
     await camera.take("cue-after", "the GM cue after Confirm", gm_cues, w.gm)

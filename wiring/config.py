@@ -223,7 +223,7 @@ class Config(_Strict):
     # The aliases (keys of ``channels``) of the channels the bot uses itself.
     gm_channel: str | None = None
     staff_log_channel: str | None = None
-    # One message per run in the staff log channel, edited as the run moves (``bot.loops.live_runs``).
+    # One message per run in the staff log channel, edited as the run moves (``bot.cogs.live._loop``).
     live_run_messages: bool = True
     sandbox_channel: str | None = None
     announce: AnnounceSettings = Field(default_factory=AnnounceSettings)

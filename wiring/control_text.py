@@ -3,7 +3,7 @@
 The controls answer with a reason code and its facts (``runner.answers``); this turns them into
 the sentence a moderator reads. The only thing that differs between media is how a person is
 named, so that is a parameter: the rehearsal and the command line print the actor's name, the
-Discord front end a mention (``bot.rendering.control_answer``).
+Discord front end a mention (``bot.cogs.control._render.control_answer``).
 """
 
 from __future__ import annotations

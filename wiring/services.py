@@ -23,6 +23,7 @@ from runner.clock import Clock, SystemClock
 from runner.controls import Controls
 from runner.engine import Runner, RunnerSettings
 from runner.registry import ActionRegistry
+from runner.signup_desk import SignupDesk
 from runner.signups import RunSignups
 from runner.threads import RunThreads
 
@@ -40,6 +41,8 @@ class Services(Generic[D]):
     registry: ActionRegistry
     runner: Runner
     controls: Controls
+    # Every change to a sign-up list, published on the runner's bus once committed.
+    signups: SignupDesk
 
 
 def assemble(
@@ -49,7 +52,6 @@ def assemble(
     clock: Clock | None = None,
     settings: RunnerSettings | None = None,
     owner: str | None = None,
-    on_change: Callable[[], None] | None = None,
     drive_starts: bool = False,
 ) -> Services[D]:
     """``make_delivery`` gets the step describer (for deliveries that render context themselves);
@@ -70,11 +72,8 @@ def assemble(
         versions=versions,
         close_parked=cue_closer(delivery),
     )
-    # A control's change goes out on the runner's bus (``RunsChanged``); ``on_change`` is one
-    # subscriber to it (the bot's tick-now).
-    if on_change is not None:
-        follow = on_change
-        runner.bus.subscribe(lambda _event: follow(), {RunsChanged})
+    # A control's change goes out on the runner's bus (``RunsChanged``), once committed; whoever
+    # ticks the runner subscribes to it (the bot's ticker).
     controls = Controls(
         engine,
         clock=clock,
@@ -82,4 +81,5 @@ def assemble(
         on_change=functools.partial(runner.bus.publish, RunsChanged()),
         driver=runner if drive_starts else None,
     )
-    return Services(engine, clock, versions, describe, delivery, registry, runner, controls)
+    desk = SignupDesk(engine, runner.bus)
+    return Services(engine, clock, versions, describe, delivery, registry, runner, controls, desk)

@@ -114,7 +114,7 @@ class SignupDefinition(BaseModel):
     roles: list[RoleAlias] | None = Field(default=None, min_length=1, max_length=MAX_SIGNUP_ROLES)
     attendee_role: RoleAlias | None = None
     # The option members who marked the run's Discord scheduled event Interested are signed up
-    # to (``bot.loops.signup_import``); without it nobody is imported.
+    # to (``bot.cogs.signups._import``); without it nobody is imported.
     interested: str | None = None
 
     @field_validator("options", mode="before")

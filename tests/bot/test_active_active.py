@@ -18,7 +18,7 @@ import yaml
 from bot.app import EventBot
 from bot.claims import UNCLAIMED_ANSWER_AFTER, claim_key
 from bot.errors import DATABASE_DOWN
-from bot.loops.work_lease import LEASE_PASSES
+from bot.work_lease import LEASE_PASSES
 from bridge.exclusive import ExternalClaims
 from cli.serve import until_stopped
 from runner.db import create_engine

@@ -105,12 +105,12 @@ async def test_each_bot_is_built_from_its_arguments_alone(sim: Sim, tmp_path: Pa
 
 async def test_the_event_cog_is_loaded_as_an_extension_through_its_setup(sim: Sim) -> None:
     """``setup()`` in the cog module was dead code (the bot added the cog itself); now
-    ``setup_hook`` loads ``bot.cogs.events`` as an extension, whose ``setup`` adds the cog and
+    ``setup_hook`` loads ``bot.cogs.control._cog`` as an extension, whose ``setup`` adds the cog and
     its "Start anyway" button, and a restarted bot loads it again."""
-    assert "bot.cogs.events" in sim.bot.extensions
+    assert "bot.cogs.control._cog" in sim.bot.extensions
     assert sim.bot.get_cog("EventCog") is not None
     restarted = await sim.start_bot()
-    assert "bot.cogs.events" in restarted.extensions
+    assert "bot.cogs.control._cog" in restarted.extensions
     assert [c.name for c in restarted.tree.get_commands()] == ["event"]
 
 

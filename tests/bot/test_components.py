@@ -9,7 +9,7 @@ import sys
 import discord
 import pytest
 
-from bot.starting import ALL_SCOPES
+from bot.cogs.control._preflight import ALL_SCOPES
 from runner.views import list_runs
 from tests.bot.conftest import Sim, raid_spec
 
@@ -22,7 +22,7 @@ def pressed(sim: Sim, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     # ``load_extension`` executes an extension's module afresh for each bot: the classes the
     # running bot registered are the ones in ``sys.modules`` now, not the ones imported above.
-    for module, name in (("bot.cogs.cues", "CueButton"), ("bot.cogs.events", "StartAnyway")):
+    for module, name in (("bot.cogs.cues._cog", "CueButton"), ("bot.cogs.control._cog", "StartAnyway")):
         item = getattr(sys.modules[module], name)
         assert sim.bot.extensions[module] is sys.modules[module]
         original = item.callback
@@ -67,7 +67,7 @@ async def test_a_refused_start_anyway_is_answered_by_the_check_and_starts_nothin
     published = await sim.publish(raid_spec(title="Harbour Raid, revised"))
     view = discord.ui.View(timeout=None)
     # The running bot's own class (see ``pressed``): posting a view registers its item's class.
-    start_anyway = sys.modules["bot.cogs.events"].StartAnyway
+    start_anyway = sys.modules["bot.cogs.control._cog"].StartAnyway
     view.add_item(start_anyway("raid", published.version_id, ALL_SCOPES, "l"))
     channel = sim.bot.get_channel(sim.staff.id)
     assert isinstance(channel, discord.TextChannel)
@@ -88,7 +88,7 @@ async def test_a_refused_start_anyway_is_answered_by_the_check_and_starts_nothin
 
 
 async def test_a_control_wakes_the_runner_once(sim: Sim, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The controls woke the runner (``Controls(on_change=bot.nudge)``) and the cog nudged it
+    """The controls woke the runner (``RunsChanged`` on the bus) and the cog nudged it
     again after every successful command, so each start, resume or cancel ticked twice. Now the
     controls alone decide: one nudge per change that gives the runner work, none for a refused
     control or a pause. A start wakes nothing either: the bot's runner drives the run it was
@@ -96,8 +96,8 @@ async def test_a_control_wakes_the_runner_once(sim: Sim, monkeypatch: pytest.Mon
     ticker = sim.bot.ticker
     assert ticker is not None
     nudges: list[str] = []
-    original = ticker.nudge
-    monkeypatch.setattr(ticker, "nudge", lambda: (nudges.append("nudge"), original())[1])
+    original = ticker.loop.wake
+    monkeypatch.setattr(ticker.loop, "wake", lambda: (nudges.append("nudge"), original())[1])
 
     await sim.mod.slash(sim.staff, "event start", definition="raid")
     assert len(nudges) == 0, "the start is handed to the runner, not left for a tick"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from actions.delivery import Cue, Posted
-from bot.cue_messages import cue_view
+from bot.cogs.cues._render import cue_view
 from runner.controls import ControlResult
 from runner.history import Actor
 from tests.bot.conftest import Sim, buttons

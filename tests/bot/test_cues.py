@@ -4,7 +4,7 @@ through restarts and across processes."""
 from __future__ import annotations
 
 from bot.app import create_bot
-from bot.cogs.cues import CueButton
+from bot.cogs.cues._cog import CueButton
 from bot.discord_delivery import DiscordDelivery
 from runner.controls import Controls
 from runner.history import Actor
@@ -128,7 +128,7 @@ async def test_a_press_handled_by_one_process_and_the_next_step_sent_by_another(
     is stopped; process B (its own registry, runner and controls, nothing shared but the
     database and Discord) sends the next steps."""
     await sim.mod.slash(sim.staff, "event start", definition="raid")
-    sim.bot.ticker.cancel()  # process A will not tick again
+    sim.bot.ticker.loop.cancel()  # process A will not tick again
     await sim.env.settle()
 
     pressed = await sim.gm.click(sim.gm_cues.last_message, label="Confirm")

@@ -10,11 +10,11 @@ import pytest
 
 from bot import custom_ids
 from bot.app import EventBot
-from bot.cogs.cues import CueButton
-from bot.cogs.events import StartAnyway
+from bot.cogs.control._cog import StartAnyway
+from bot.cogs.cues._cog import CueButton
+from bot.cogs.publishing._drafts import Drafts
+from bot.cogs.publishing._flow import PublishButton
 from bot.custom_ids import CuePress, PublishPress, StartAnywayPress, parse
-from bot.publish_drafts import Drafts
-from bot.publishing import PublishButton
 
 PRESSES = [
     CuePress(2, "confirm"),

@@ -21,11 +21,13 @@ import pytest
 from discord.ext import commands
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.background import Background
+from bot.channel_budget import ChannelBudget
+from bot.cogs.staff_log._loop import StaffLog
 from bot.discord_delivery import DiscordDelivery
-from bot.loops.staff_log import StaffLog
 from bot.rendering import REHEARSAL_MARK
 from runner import catalog
-from runner.clock import ManualClock
+from runner.clock import ManualClock, SystemClock
 from runner.definitions import EventDefinition
 from runner.history import Actor
 from tests.support.definitions import announce, event, phase
@@ -70,7 +72,19 @@ class Flow:
         self.services: Services = assemble(
             engine, lambda describe: DiscordDelivery(bot, self.config, describe), clock=ManualClock(T0)
         )
-        self.staff_log = StaffLog(bot, self.config, engine, self.services.versions, interval=5.0)
+        kit = Background(
+            client=bot,
+            config=self.config,
+            engine=engine,
+            versions=self.services.versions,
+            # The wall clock, far past the runs' simulated start: a run's lines do not wait
+            # for a live message (there is none here).
+            clock=SystemClock(),
+            bus=self.services.runner.bus,
+            budget=ChannelBudget(),
+            owner="dpytest",
+        )
+        self.staff_log = StaffLog(kit, interval=5.0)
 
     async def publish(self) -> None:
         spec = event(

@@ -10,7 +10,7 @@ import discord
 import sqlalchemy as sa
 
 from actions import limits
-from bot.health import BotHealth, ChannelCheck, health_embed
+from bot.cogs.control._health import BotHealth, ChannelCheck, health_embed
 from runner.clock import ManualClock
 from runner.heartbeat import Heartbeat
 from runner.schema import runs

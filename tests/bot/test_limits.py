@@ -10,10 +10,10 @@ import discord
 
 from actions import limits
 from actions.delivery import Cue
-from bot.cue_messages import cue_embed
+from bot.cogs.control._render import status_embed
+from bot.cogs.cues._render import cue_embed
+from bot.cogs.staff_log._lines import batch_lines
 from bot.discord_delivery import nonce_for
-from bot.log_lines import batch_lines
-from bot.rendering import status_embed
 from runner.kinds import Actor
 from runner.views import PhaseView, RunView, StepContext, StepView
 

@@ -11,7 +11,7 @@ import discord
 import pytest
 import sqlalchemy as sa
 
-from bot.loops.live_runs import EDIT_GAP
+from bot.cogs.live._loop import EDIT_GAP
 from runner.schema import live_messages
 from tests.bot.conftest import TICK, Sim
 from tests.support.definitions import event, phase, wait
@@ -294,9 +294,9 @@ async def test_fifty_runs_moving_at_once_stay_inside_the_channel_budget_and_lose
 async def test_at_most_max_open_runs_have_a_live_message_at_once(sim: Sim, monkeypatch: Any) -> None:
     """A start of many scopes posts live messages for the first MAX_OPEN runs only (the channel's
     budget would otherwise go to them for minutes); the others get none while those are open."""
-    import bot.loops.live_runs
+    import bot.cogs.live._loop
 
-    monkeypatch.setattr(bot.loops.live_runs, "MAX_OPEN", 3)
+    monkeypatch.setattr(bot.cogs.live._loop, "MAX_OPEN", 3)
     await sim.publish(
         event("crowd", phase("main", wait(600), wait(1)), title="Crowd", scopes=[f"s{n}" for n in range(5)])
     )
@@ -313,7 +313,7 @@ def test_a_live_message_fits_discords_limits_whatever_the_run_holds() -> None:
     import datetime as dt
 
     from actions import limits
-    from bot.live_render import live_embed
+    from bot.cogs.live._render import live_embed
     from bridge.live import HumanAction, LiveView, PostedLink, Waiting, WaitKind
     from runner.definitions.signup import SignupDefinition
     from runner.history import Actor

@@ -25,9 +25,9 @@ import yaml
 from simcord import assert_error
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.cogs.publishing._drafts import DRAFT_SECONDS
+from bot.cogs.publishing._flow import MAX_UPLOAD_BYTES, PublishButton
 from bot.errors import BotError
-from bot.publish_drafts import DRAFT_SECONDS
-from bot.publishing import MAX_UPLOAD_BYTES, PublishButton
 from cli.definitions import check_files
 from runner.schema import metadata
 from tests.bot.conftest import Sim, buttons, make_config, raid_spec

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.log_lines import log_line
+from bot.cogs.staff_log._lines import log_line
 from runner.history import Actor, Entry, parse_event
 from runner.views import PhaseView, RunView, StepView
 

@@ -12,7 +12,7 @@ import discord
 import pytest
 import sqlalchemy as sa
 
-from bot.loops.scheduled_events import Mirror, listing_status_line
+from bot.cogs.events_tab._loop import Mirror, listing_status_line
 from bridge.listings import ListingService
 from runner.schema import listings, runs
 from runner.views import list_runs
@@ -155,8 +155,7 @@ async def test_two_processes_on_one_database_create_one_event(sim: Sim) -> None:
     """A second process (its own owner and listing service, the same guild during a shard
     handover) passes at the same moment as the first: one of them creates the event."""
     other = Mirror(
-        sim.bot,
-        sim.bot.config,
+        sim.bot.kit,
         ListingService(
             sim.engine,
             sim.bot.services.versions,
@@ -166,9 +165,8 @@ async def test_two_processes_on_one_database_create_one_event(sim: Sim) -> None:
         ),
         lease=sim.bot.lease_for("events-mirror"),
         interval=TICK,
-        notice=sim.bot.staff_log.notice if sim.bot.staff_log else lambda text: None,
     )
-    sim.bot.mirror.cancel()  # pass by hand, both at once
+    await sim.bot.mirror.loop.stop()  # pass by hand, both at once
     await sim.publish(mirrored_spec(sim))
     await sim.env.advance_time(TICK)  # the tick materialises the occurrence
     assert created(sim) == []

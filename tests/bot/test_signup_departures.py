@@ -1,4 +1,4 @@
-"""Members who leave the server leave their sign-up lists (``bot.loops.signup_departures``):
+"""Members who leave the server leave their sign-up lists (``bot.cogs.signups._departures``):
 with two bot processes a departure promotes once, and a refusal that is not about the member
 frees nobody's seat. The one-process cases (online, and while the bot was offline) are in
 ``tests/bot/test_signups.py``."""
@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.loops.signup_departures import CHECK_EVERY, MemberDepartures
+from bot.cogs.signups._departures import CHECK_EVERY, MemberDepartures
 from runner import history, signups
 from tests.bot.conftest import Sim
 from tests.bot.test_signups import book, field_values, message_of
@@ -60,7 +60,7 @@ async def test_defect_a_member_who_left_the_server_is_promoted_past_once_with_tw
 
     sim.guild.remove_member(sim.player)
     before = checks()
-    both = [MemberDepartures(bot, changed=bot.signups_changed) for bot in (a, b)]
+    both = [MemberDepartures(bot.kit, bot.services.signups) for bot in (a, b)]
     with sim.env._bot_scope():
         await asyncio.gather(*(departures.check_some() for departures in both))
     assert checks() == before + 2, "each process asked about the member and found them gone"

@@ -14,7 +14,7 @@ import pytest
 import simcord
 from simcord.http import router
 
-from bot.loops import signup_import
+from bot.cogs.signups import _import as signup_import
 from runner import catalog, signups
 from runner.history import Actor
 from runner.states import SignupImport, SignupStatus

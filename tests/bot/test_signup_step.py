@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from bot.loops.signup_messages import SignupMessages
+from bot.cogs.signups._messages import SignupMessages
 from runner import catalog, signups
 from runner.history import Actor
 from runner.schema import signup_messages

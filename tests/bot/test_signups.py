@@ -13,7 +13,7 @@ from typing import Any
 
 import simcord
 
-from bot.loops.live_runs import EDIT_GAP
+from bot.cogs.live._loop import EDIT_GAP
 from runner import catalog, signups
 from runner.history import Actor
 from tests.bot.conftest import Sim, buttons
@@ -124,12 +124,11 @@ async def test_after_closing_time_a_click_is_answered_sign_ups_are_closed(sim: S
     open_message = sim.announcements.last_message
     assert not buttons(open_message)[0][2]
     # A member whose client still shows the buttons enabled (the edit has not reached them).
-    sim.bot.signup_messages.cancel()
+    await sim.bot.signup_messages.loop.stop()
     await sim.env.advance_time(30)
     clicked = await sim.player.click(open_message, label="tank")
     assert clicked.ephemeral and clicked.response.content == "Sign-ups are closed."
     sim.bot.signup_messages.start()
-    sim.bot.signup_messages.nudge()
     await sim.env.advance_time(6)
     message = sim.announcements.last_message
     assert "Sign-ups are closed." in message.embeds[0].description
@@ -312,7 +311,7 @@ async def test_defect_a_press_naming_another_run_in_its_custom_id_was_trusted(si
 
 
 async def test_defect_a_member_who_left_the_server_kept_their_seat_while_others_waited(sim: Sim) -> None:
-    from bot.loops.signup_departures import CHECK_EVERY
+    from bot.cogs.signups._departures import CHECK_EVERY
 
     run_id = await book(sim)
     message = message_of(sim)

@@ -18,9 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from actions import limits, validation_registry
 from bot.channel_budget import MESSAGES_PER_WINDOW, WINDOW_SECONDS
-from bot.log_bursts import BURST, run_ranges, summarise
-from bot.log_lines import Line
-from bot.loops.staff_log import StaffLog
+from bot.cogs.staff_log._bursts import BURST, run_ranges, summarise
+from bot.cogs.staff_log._lines import Line
+from bot.cogs.staff_log._loop import StaffLog
 from runner import history
 from runner.catalog import VersionCache
 from runner.clock import ManualClock
@@ -312,16 +312,8 @@ async def quiet_log(sim: Sim, events: int) -> StaffLog:
     loop stopped, and a staff log this test passes by hand; ``events`` events started, whose
     start lines need two messages."""
     await sim.start_bot(make_config(sim.guild, sim.channels, sim.roles, live_run_messages=False))
-    sim.bot.staff_log.cancel()
-    staff_log = StaffLog(
-        sim.bot,
-        sim.bot.config,
-        sim.engine,
-        VersionCache(),
-        interval=TICK,
-        budget=sim.bot.channel_budget,
-        clock=sim.bot.clock,
-    )
+    await sim.bot.staff_log.loop.stop()
+    staff_log = StaffLog(dataclasses.replace(sim.bot.kit, versions=VersionCache()), interval=TICK)
     await staff_log.prime()
     for index in range(events):
         await sim.publish(event(f"siege-{index}", phase("main", wait(3600)), title=f"{LONG_TITLE}{index}"))
@@ -473,8 +465,10 @@ async def test_defect_stafflog_never_posts_a_line_committed_after_a_higher_id(
     MariaDB run log where A takes an id, B the next and commits first, posts B, then A once A
     commits, and neither twice. (The runs are not in that database: the lines name them by id.)"""
     await sim.start_bot(make_config(sim.guild, sim.channels, sim.roles, live_run_messages=False))
-    sim.bot.staff_log.cancel()
-    staff_log = StaffLog(sim.bot, sim.bot.config, engine, VersionCache(), interval=TICK)
+    await sim.bot.staff_log.loop.stop()
+    staff_log = StaffLog(
+        dataclasses.replace(sim.bot.kit, engine=engine, versions=VersionCache()), interval=TICK
+    )
     await staff_log.prime()
     at = dt.datetime(2026, 1, 1, 12, 0)
     async with engine.connect() as writer_a:

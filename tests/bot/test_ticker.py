@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import event
 
 from bot.errors import DATABASE_DOWN
-from bot.loops.ticker import WakeableLoop
+from bot.ticker import WakeableLoop
 from runner.engine import Runner
 from tests.bot.conftest import Sim
 
@@ -136,8 +136,8 @@ async def test_the_wakeable_loop_on_a_real_clock() -> None:
             "after the error: asleep for the interval"
         )
         assert len(calls) == 2
-        loop.nudge()
+        loop.wake()
         await call(3)
-        assert len(calls) == 3 and loop.is_running(), "the nudge ran the body, not the 30 s interval"
+        assert len(calls) == 3 and loop.is_running(), "the wake ran the body, not the 30 s interval"
     finally:
-        loop.cancel()
+        await loop.stop()

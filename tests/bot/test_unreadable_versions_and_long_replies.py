@@ -205,7 +205,7 @@ async def test_defect_09_starting_500_scopes_answers_with_a_short_summary(sim: S
     # The answer is what is tested, not the engine carrying out 500 runs (minutes on SQLite on a
     # busy machine, which simcord would wait for after each action): the tick loop is stopped.
     assert sim.bot.ticker is not None
-    sim.bot.ticker.cancel()
+    await sim.bot.ticker.stop()
     result = await sim.mod.slash(sim.staff, "event start", definition="beacons")
 
     text = result.response.content

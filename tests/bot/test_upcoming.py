@@ -13,7 +13,7 @@ from typing import Any
 
 from simcord import assert_error, assert_responded
 
-from bot.rendering import UPCOMING_HELP
+from bot.cogs.control._render import UPCOMING_HELP
 from runner.errors import UnknownDefinition
 from runner.views import list_runs
 from tests.bot.conftest import TICK, Sim

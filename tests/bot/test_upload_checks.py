@@ -1,6 +1,6 @@
 """Issue 26 item 3: ``/event validate`` of a 244 KB upload listing 37,406 sign-up options was
 answered after 18.6 s, and for those seconds every click, tick and lease renewal of the bot
-waited. The upload is now read and checked in a process of its own (``bot.upload_checks``), with
+waited. The upload is now read and checked in a process of its own (``bot.cogs.publishing._checks``), with
 a time cap, in simcord through the real bot.
 
 The check is held in its process (``tests.support.big_uploads.held_check``) until the test lets
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from simcord import assert_error
 
-from bot import publishing
+from bot.cogs.publishing import _flow as publishing
 from bot.errors import BotError
 from tests.bot.conftest import Sim, raid_spec
 from tests.bot.test_publish import answer, as_file, command, definitions_tables, pub

@@ -114,7 +114,7 @@ class Pair:
             bot.attendee_roles,
         ):
             if loop is not None:
-                loop.cancel()
+                loop.loop.cancel()
 
     async def close(self) -> None:
         for bot in self.bots:

@@ -69,7 +69,7 @@ def test_json_is_one_object_a_line_with_level_logger_message_and_the_run_and_ste
     stream = configure(log_format="json")
     log = logging.getLogger("runner.engine.steps")
     log.warning("step %s of run %s failed: %s", 7, 42, "timeout", extra={"run_id": 42, "step_id": 7})
-    logging.getLogger("bot.loops.staff_log").info("posted")
+    logging.getLogger("bot.cogs.staff_log._loop").info("posted")
     first, second = (json.loads(line) for line in stream.getvalue().splitlines())
     assert {key: first[key] for key in ("level", "logger", "message", "run_id", "step_id")} == {
         "level": "WARNING",

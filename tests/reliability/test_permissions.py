@@ -52,10 +52,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from actions import validation_registry
 from bot.app import EventBot, create_bot, sync_tree
-from bot.cogs.cues import cue_view
-from bot.cogs.events import StartAnyway
-from bot.loops.live_runs import EDIT_GAP
-from bot.starting import ALL_SCOPES
+from bot.cogs.control._cog import StartAnyway
+from bot.cogs.control._preflight import ALL_SCOPES
+from bot.cogs.cues._cog import cue_view
+from bot.cogs.live._loop import EDIT_GAP
 from runner import catalog, definitions
 from runner.history import Actor
 from runner.schema import metadata

@@ -385,7 +385,7 @@ class RunnerMachine(RuleBasedStateMachine):
             result = await c.skip(target, actor=ACTOR)
         else:
             verb = kind.removeprefix("click_")
-            # What the cue button handler (bot/cogs/cues.py ``click``) calls: the cue-only control
+            # What the cue button handler (bot/cogs/cues/_cog.py ``click``) calls: the cue-only control
             # where the controls have one, else confirm / skip as the handler used to.
             settle_cue = getattr(c, "settle_cue", None)
             if settle_cue is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.log_lines import log_line
+from bot.cogs.staff_log._lines import log_line
 from tests.bot.test_rendering import NAME, RUN, entry
 
 ALICE, BOB = "111111111111111111", "222222222222222222"

@@ -96,12 +96,12 @@ def largest_under_cap(make: Callable[[int], str]) -> str:
 
 
 def held_check(started: str, release: str, name: str, data: bytes, now: dt.datetime, config: Any) -> Any:
-    """``bot.publishing._read_and_check`` once ``release`` exists, having written this
+    """``bot.cogs.publishing._flow._read_and_check`` once ``release`` exists, having written this
     process's id to ``started`` (it runs in the checking process, so it is named by module,
     not patched)."""
     import os
 
-    from bot.publishing import _read_and_check
+    from bot.cogs.publishing._flow import _read_and_check
 
     Path(started).write_text(str(os.getpid()))
     for _ in range(6000):

@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable
 
 import discord
 
-from bot.loops.ticker import WakeableLoop
-from bot.loops.work_lease import WorkLease
+from bot.background import Background, LeasedLoop
+from bot.work_lease import WorkLease
 from bridge.listings import Desired, ListingService, Work, mirrored_keys
+from runner.bus import ListingCreated, LogGrew
 from runner.errors import Problem
 from runner.preflight import MANAGE_EVENTS_MISSING
 from runner.states import ListingStatus
-from wiring.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -57,51 +56,25 @@ def _status_of(event: discord.ScheduledEvent) -> ListingStatus:
     return shown.get(event.status, ListingStatus.CANCELLED)
 
 
-class Mirror:
+class Mirror(LeasedLoop):
     """The publisher. ``requests`` counts every scheduled-event request it made (the benchmark
     reads it to show that requests follow changes, not ticks)."""
 
+    work = "events-mirror"
+    # Runs are materialised, moved and ended by ticks; a control ends one too (then a tick runs).
+    wakes_on = (LogGrew,)
+
     def __init__(
-        self,
-        client: discord.Client,
-        config: Config,
-        service: ListingService,
-        *,
-        lease: WorkLease,
-        interval: float,
-        notice: Callable[[str], None] = lambda text: None,
-        listed: Callable[[], None] = lambda: None,
+        self, kit: Background, service: ListingService, *, lease: WorkLease, interval: float
     ) -> None:
-        # ``client``: the guild and when the gateway is ready; ``notice``: a line for the staff
-        # log channel when the mirror cannot do its work; ``listed``: a Discord event was created.
-        self.client = client
-        self.config = config
+        super().__init__(kit, lease=lease, interval=interval)
+        self.client = kit.client
+        self.config = kit.config
         self.service = service
-        self.notice = notice
-        self.listed = listed
         self.requests = 0
         self.passes = 0
-        self._reported: set[tuple[int | None, str]] = set()
         # The missing Manage Events permission was shown (once per process).
         self._permission_reported = False
-        # Of several processes on one database, only the holder mirrors (each listing is
-        # claimed row by row as well, so even two passes at once create one event).
-        self.lease = lease
-        self.loop = WakeableLoop(
-            self.pass_once, interval=interval, name="eventbot-mirror", before=self._ready
-        )
-
-    def start(self) -> None:
-        self.loop.start()
-
-    def cancel(self) -> None:
-        self.loop.cancel()
-
-    def nudge(self) -> None:
-        self.loop.nudge()
-
-    async def _ready(self) -> None:
-        await self.client.wait_until_ready()
 
     @property
     def guild(self) -> discord.Guild | None:
@@ -121,7 +94,9 @@ class Mirror:
         guild = self.guild
         if guild is None:
             return interval  # not this process's guild: the one that holds it mirrors
-        if await self.lease.take() is None:
+        # Of several processes on one database, only the holder mirrors (each listing is
+        # claimed row by row as well, so even two passes at once create one event).
+        if self.lease is not None and await self.lease.take() is None:
             return interval  # another process mirrors
         try:
             if self.may_manage_events() is False and not self._permission_reported:
@@ -180,7 +155,7 @@ class Mirror:
             event = await self._create(guild, desired)
             await self.service.created(work, str(event.id))
             await self.service.settle(work, str(event.id), ListingStatus.SCHEDULED)
-            self.listed()
+            self.kit.bus.publish(ListingCreated())
             return
         event = await self._move(event, desired)
         await self.service.settle(work, str(event.id), _status_of(event))
@@ -305,16 +280,14 @@ class Mirror:
     def _report_once(self, run_id: int | None, text: str, *, key: str | None = None) -> None:
         """Log and show staff a failure once per run and error (or per ``key``); the listing
         retries on its own."""
-        seen = (run_id, key or text)
-        if seen in self._reported:
+        if not self.refusals.first_time((run_id, key or text)):
             return
-        self._reported.add(seen)
         if key == "permission":
             self._permission_reported = True
         where = f"run {run_id}" if run_id is not None else "the Events tab"
         message = f"Discord event mirror, {where}: {text}"[:1900]
         log.warning("%s", message, extra={"run_id": run_id})
-        self.notice(message)
+        self.kit.tell_staff(message)
 
 
 async def listing_status_line(mirror: Mirror | None) -> str | None:

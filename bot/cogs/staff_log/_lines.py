@@ -1,8 +1,8 @@
 """The staff log's words: one ``Line`` per run-log entry staff should be told of (a control or a
 cue action and who pressed it, a step that failed or is retried and why, a run missed, degraded
 or stalled, a reminder that did not go out, ...), the message each line links to, and the
-packing of lines into as few messages as Discord allows. ``bot.loops.staff_log`` posts them and
-``bot.log_bursts`` sums a burst up.
+packing of lines into as few messages as Discord allows. ``bot.cogs.staff_log._loop`` posts them and
+``bot.cogs.staff_log._bursts`` sums a burst up.
 
 Steps are named by ``runner.views.step_name`` (the number ``/event skip`` takes and the status
 embed shows), people by a mention, and nothing a moderator reads names an internal state.
@@ -45,7 +45,7 @@ class Line:
     """One line of the staff log, before its link is added (``text`` then `` · [cue](…)``).
 
     ``group`` is what a burst's summary says of every run in it ("started on schedule"); lines of
-    one event with the same icon and group are summed up together (``bot.log_bursts``); ``None``
+    one event with the same icon and group are summed up together (``bot.cogs.staff_log._bursts``); ``None``
     is never summed up (its run could not be read). ``link`` is the message the line's own step
     posted; a line without one links to its run's live message, or the run's latest post."""
 

@@ -1,6 +1,6 @@
 """A run's live message as Discord shows it: ``bridge.live.LiveView`` to a ``discord.Embed``.
 
-Plain functions, so the loop that keeps the message edited (``bot.loops.live_runs``) only decides
+Plain functions, so the loop that keeps the message edited (``bot.cogs.live._loop``) only decides
 when to send; what a moderator reads is decided here, within Discord's limits (every line is
 clipped, the links are fitted as many as fit and counted beyond that, ``fit`` bounds the whole).
 The render holds no "now": two renders of one state are identical, which is what lets the loop
@@ -16,8 +16,8 @@ from typing import assert_never
 import discord
 
 from actions import limits
+from bot.cogs.signups._view import signup_counts_line
 from bot.rendering import clip, fit, fit_list, person, run_name, status_colour, timestamp
-from bot.signup_view import signup_counts_line
 from bridge.live import HumanAction, LiveView, PostedLink, Waiting, WaitKind
 from runner.states import Control, Health, RunStatus
 

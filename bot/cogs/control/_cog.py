@@ -1,5 +1,5 @@
 """``/event``: start, rehearse, pause, resume, cancel, retry, skip, status, health, list,
-upcoming, validate and publish (whose reading, replies and buttons are ``bot.publishing``'s).
+upcoming, validate and publish (whose reading, replies and buttons are ``bot.cogs.publishing._flow``'s).
 
 Thin on purpose: each callback parses, calls one function of the engine (``Controls`` or a view),
 and renders the answer. Who may run what is checked by the tree before any callback runs
@@ -22,18 +22,19 @@ from discord import app_commands
 from discord.ext import commands
 
 from actions import limits
-from bot import rendering
+from bot.cogs.control import _render as rendering
+from bot.cogs.control._health import bot_health, health_embed
+from bot.cogs.control._preflight import check_start, confirmed_scope
+from bot.cogs.cues._render import mark_settled, settled_text
+from bot.cogs.events_tab._loop import listing_status_line
+from bot.cogs.publishing._flow import PublishButton, publish_upload, validate_upload
+from bot.cogs.signups._view import with_signup_counts
 from bot.components import claimed_and_admitted
-from bot.cue_messages import mark_settled, settled_text
 from bot.custom_ids import StartAnywayPress, StartMode
 from bot.errors import BotError, reply_to_error
-from bot.health import bot_health, health_embed
-from bot.loops.scheduled_events import listing_status_line
 from bot.permissions import actor_of
 from bot.protocols import Served, served, served_by
-from bot.publishing import PublishButton, publish_upload, validate_upload
-from bot.signup_view import with_signup_counts
-from bot.starting import check_start, confirmed_scope
+from bot.rendering import clip, control_answer, fit
 from runner import schedule, signups, views
 from runner.controls import Control, ControlResult, Reason
 from runner.states import RunStatus, StepStatus
@@ -66,7 +67,7 @@ def resolve_scope(value: str | None, scopes: Sequence[str]) -> str | None:
 
 
 async def reply(interaction: discord.Interaction, text: str | None = None, **fields: object) -> None:
-    text = rendering.clip(text or "", limits.CONTENT_MAX)
+    text = clip(text or "", limits.CONTENT_MAX)
     await interaction.followup.send(text, ephemeral=True, **fields)  # type: ignore[call-overload]
 
 
@@ -120,7 +121,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
                 scope=scope,
                 scopes=tuple(scopes),
             )
-            await reply(interaction, rendering.control_answer(refused))
+            await reply(interaction, control_answer(refused))
             return
         check = await check_start(services, self.bot.config, key, scope, rehearsal=rehearsal)
         if check.problems:
@@ -133,7 +134,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
         result = await services.controls.start(
             key, scope=scope, actor=actor_of(interaction.user), rehearsal=rehearsal
         )
-        await reply(interaction, rendering.control_answer(result))
+        await reply(interaction, control_answer(result))
 
     @start.autocomplete("definition")
     @rehearse.autocomplete("definition")
@@ -150,7 +151,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
             if len(d.key) > CHOICE_MAX or not matches(current, d.key, d.title):
                 continue
             mark = " · unreadable" if d.unreadable else ""
-            name = rendering.clip(f"{d.title} ({d.key})", CHOICE_MAX - len(mark)) + mark
+            name = clip(f"{d.title} ({d.key})", CHOICE_MAX - len(mark)) + mark
             choices.append(app_commands.Choice(name=name, value=d.key))
         return choices[:MAX_CHOICES]
 
@@ -167,7 +168,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
             if value != s and value in scopes:
                 continue
             if matches(current, s):
-                choices.append(app_commands.Choice(name=rendering.clip(s, CHOICE_MAX), value=value))
+                choices.append(app_commands.Choice(name=clip(s, CHOICE_MAX), value=value))
         return choices[:MAX_CHOICES]
 
     # ── run controls ──────────────────────────────────────────────────────
@@ -237,7 +238,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
     async def _done(
         self, interaction: discord.Interaction, result: ControlResult, *, edited: int = 0
     ) -> None:
-        text = rendering.control_answer(result)
+        text = control_answer(result)
         if edited:
             text += f" ({edited} cue message{'s' if edited > 1 else ''} updated)"
         await reply(interaction, text)
@@ -266,7 +267,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
             if r.rehearsal:
                 name += " · rehearsal"
             if matches(current, name):
-                choices.append(app_commands.Choice(name=rendering.clip(name, 100), value=r.id))
+                choices.append(app_commands.Choice(name=clip(name, 100), value=r.id))
         return choices[:MAX_CHOICES]
 
     @skip.autocomplete("step")
@@ -285,7 +286,7 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
             words = "waiting for a GM" if step.parked else step.status
             name = f"{step.id} · {step.label} — {words}"
             if step.id is not None and matches(current, name):
-                choices.append(app_commands.Choice(name=rendering.clip(name, 100), value=step.id))
+                choices.append(app_commands.Choice(name=clip(name, 100), value=step.id))
         return choices[:MAX_CHOICES]
 
     # ── reading ───────────────────────────────────────────────────────────
@@ -312,8 +313,8 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
             raise BotError(f"There is no run {run}.")
         reminders = await views.reminders_of_run(services.engine, run)
         embed = rendering.status_embed(found, reminders)
-        # Sign-ups (``bot.signup_view``): the counts per option, for a run whose event has them.
-        embed = rendering.fit(with_signup_counts(embed, await signups.listing(services.engine, run)))
+        # Sign-ups (``bot.cogs.signups._view``): the counts per option, for a run whose event has them.
+        embed = fit(with_signup_counts(embed, await signups.listing(services.engine, run)))
         await reply(interaction, warning, embed=embed)
 
     @status.autocomplete("run")
@@ -428,7 +429,7 @@ class StartAnyway(
         result = await services.controls.start(
             self.key, scope=scope, actor=actor_of(interaction.user), rehearsal=rehearsal
         )
-        await interaction.followup.send(rendering.control_answer(result), ephemeral=True)
+        await interaction.followup.send(control_answer(result), ephemeral=True)
 
 
 async def setup(bot: commands.Bot) -> None:

@@ -1,7 +1,7 @@
 """GM cue buttons in Discord: who may press them, and what a press does.
 
 The message itself (embed, buttons, the line a settled cue shows) is drawn in
-``bot.cue_messages``, which the Discord delivery posts. A press is dispatched by its custom id
+``bot.cogs.cues._render``, which the Discord delivery posts. A press is dispatched by its custom id
 (``bot.custom_ids.CuePress``) to ``CueButton``, which this extension's ``setup`` registers: a
 press works after a restart, and in whichever bot process Discord hands it to, because the
 step's state lives in the database and nowhere else.
@@ -24,8 +24,8 @@ from typing import Any
 import discord
 from discord.ext import commands
 
+from bot.cogs.cues._render import NO_MENTIONS, cue_button, cue_view, settled_text
 from bot.components import claimed_and_admitted
-from bot.cue_messages import NO_MENTIONS, cue_button, cue_view, settled_text
 from bot.custom_ids import CuePress, CueVerb
 from bot.errors import reply_to_error
 from bot.permissions import actor_of

@@ -1,5 +1,5 @@
 """Sign-up buttons in Discord: one per option and Leave, on the message
-``bot.loops.signup_messages`` posts. A press is dispatched by its custom id
+``bot.cogs.signups._messages`` posts. A press is dispatched by its custom id
 (``bot.custom_ids.SignupPress``) to ``SignupButton``, which this extension's ``setup`` registers,
 so a press works after a restart and in whichever bot process Discord hands it to (the one that
 claimed it, ``bot.claims``): the sign-up lives in the database only.
@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord.ext import commands
 
+from bot.cogs.signups._view import LEAVE, custom_id, join_answer, leave_answer
 from bot.custom_ids import SignupPress
 from bot.errors import reply_to_error, send_ephemeral
 from bot.permissions import wrong_guild
 from bot.protocols import served
-from bot.signup_view import LEAVE, custom_id, join_answer, leave_answer
 from runner import signups
 
 if TYPE_CHECKING:
@@ -79,14 +79,15 @@ async def click(bot: EventBot, interaction: discord.Interaction, run_id: int, ch
     now = bot.clock.now()
     name = member.display_name
     answer: signups.JoinAnswer | signups.LeaveAnswer
+    # The desk publishes the change once committed: the message, roles and thread follow.
+    desk = bot.services.signups
     if choice == LEAVE:
-        answer = await signups.leave(bot.engine, run_id, str(member.id), name, now)
+        answer = await desk.leave(run_id, str(member.id), name, now)
         text = leave_answer(answer, mentions)
     else:
-        answer = await signups.join(bot.engine, run_id, str(member.id), name, choice, held, now)
+        answer = await desk.join(run_id, str(member.id), name, choice, held, now)
         text = join_answer(answer, mentions)
     await interaction.followup.send(text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
-    bot.signups_changed()
 
 
 async def setup(bot: commands.Bot) -> None:

@@ -2,7 +2,7 @@
 bringing a posted one up to date.
 
 The one place a cue message is drawn. The Discord delivery posts it and closes it when its run
-ends; the click handler (``bot.cogs.cues``) and ``/event cancel`` / ``skip`` mark it settled. The
+ends; the click handler (``bot.cogs.cues._cog``) and ``/event cancel`` / ``skip`` mark it settled. The
 buttons' whole state is their ``custom_id`` (``bot.custom_ids.CuePress``), read back when one
 is pressed.
 """
@@ -41,7 +41,7 @@ def cue_button(step_id: int, verb: CueVerb, *, disabled: bool = False) -> discor
 
 def cue_view(step_id: int, *, disabled: bool = False) -> discord.ui.View:
     """The cue's buttons. Plain buttons: a press is dispatched by its custom id to
-    ``bot.cogs.cues.CueButton`` (registered with the bot), not to this view."""
+    ``bot.cogs.cues._cog.CueButton`` (registered with the bot), not to this view."""
     view = discord.ui.View(timeout=None)
     for verb in VERBS:
         view.add_item(cue_button(step_id, verb, disabled=disabled))

@@ -22,22 +22,22 @@ the holder's memory only: a process that takes the lease over polls every run on
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import discord
 
+from bot import discord_rest
+from bot.background import Background, LeasedLoop
 from bot.errors import DATABASE_ERRORS
-from bot.loops.ticker import WakeableLoop
+from bot.work_lease import WorkLease
 from bridge import interested
 from bridge.interested import InterestedImport, imports_due
 from runner import signups
+from runner.bus import ListingCreated
+from runner.signup_desk import SignupDesk
 from runner.signups import Confirmed, Refused, RefusedWhy, Waitlisted
-
-if TYPE_CHECKING:
-    from bot.app import EventBot
 
 log = logging.getLogger(__name__)
 
@@ -56,74 +56,71 @@ def _name(entry: Mapping[str, Any]) -> str:
     return str(member.get("nick") or user.get("global_name") or user["username"])
 
 
-class SignupImports:
-    def __init__(self, bot: EventBot, *, interval: float) -> None:
-        self.bot = bot
-        self.lease = bot.lease_for("signup-import")
-        # Loop time of each run's last poll (runs no longer due are forgotten).
+class SignupImports(LeasedLoop):
+    work = "signup-import"
+    # A new listing's Interested list is read at once (then every few minutes).
+    wakes_on = (ListingCreated,)
+
+    def __init__(self, kit: Background, desk: SignupDesk, *, lease: WorkLease, interval: float) -> None:
+        super().__init__(kit, lease=lease, interval=interval)
+        self.desk = desk
+        # Clock time of each run's last poll (runs no longer due are forgotten).
         self.polled_at: dict[int, float] = {}
         self.requests = 0
         self.imported = 0
-        self._reported: set[tuple[int, str]] = set()
-        self.loop = WakeableLoop(
-            self.pass_once, interval=interval, name="eventbot-signup-import", before=self._ready
-        )
-
-    async def _ready(self) -> None:
-        await self.bot.wait_until_ready()
-
-    def start(self) -> None:
-        self.loop.start()
-
-    def cancel(self) -> None:
-        self.loop.cancel()
-
-    def nudge(self) -> None:
-        self.loop.nudge()
+        # The runs due at this pass (read before the lease is taken).
+        self._due: list[InterestedImport] = []
 
     async def pass_once(self) -> float:
         """One pass (never raises): poll the runs whose turn it is."""
         interval = self.loop.interval
-        guild_id = self.bot.config.guild_id
-        if guild_id is None or self.bot.get_guild(guild_id) is None:
+        if self.kit.guild() is None:
             return interval  # not this process's guild
-        services = self.bot.services
         try:
-            due = await imports_due(services.engine, services.versions, self.bot.clock.now())
+            due = await imports_due(self.kit.engine, self.kit.versions, self.kit.clock.now())
         except DATABASE_ERRORS as exc:
-            log.warning("sign-up import: database unreachable: %s", exc)
+            self.refusals.log_once("database", f"sign-up import: database unreachable: {exc}")
             return interval
         # Nothing to import (most servers, most of the time): no lease taken, so an idle import
         # writes nothing while the ticker starts a burst of runs.
         if not due:
             return interval
-        if await self.lease.take() is None:
-            self.polled_at.clear()  # the holder polls; on taking over, every run is polled at once
-            return interval
+        self._due = due
+        return await super().pass_once()
+
+    def lease_elsewhere(self) -> None:
+        self.polled_at.clear()  # the holder polls; on taking over, every run is polled at once
+
+    async def work_once(self) -> None:
+        guild = self.kit.guild()
+        assert guild is not None
+        due = self._due
         due_ids = {target.run_id for target in due}
         self.polled_at = {run_id: at for run_id, at in self.polled_at.items() if run_id in due_ids}
         for target in due:
-            now = asyncio.get_running_loop().time()
+            now = self.kit.clock.now().timestamp()
             last = self.polled_at.get(target.run_id)
             if last is not None and now - last < POLL_SECONDS:
                 continue
             self.polled_at[target.run_id] = now
-            if await self.poll(guild_id, target):
-                # The message's list, the attendee role and the thread follow the new sign-ups.
-                self.bot.signups_changed()
-        return interval
+            await self.poll(guild.id, target)
 
     async def poll(self, guild_id: int, target: InterestedImport) -> bool:
         """Read the run's whole Interested list and import whoever is new; True when someone was
         signed up. A refusal by Discord or an unreachable database waits for the next poll."""
         imported_before = self.imported
         try:
-            known = await signups.known_members(self.bot.engine, target.run_id)
+            known = await signups.known_members(self.kit.engine, target.run_id)
             after: int | None = None
             while True:
                 self.requests += 1
-                page = await self.bot.http.get_scheduled_event_users(
-                    guild_id, target.event_id, limit=PAGE, with_member=target.needs_roles, after=after
+                page = await discord_rest.interested_page(
+                    self.kit.client,
+                    guild_id,
+                    target.event_id,
+                    limit=PAGE,
+                    with_member=target.needs_roles,
+                    after=after,
                 )
                 # Sorted by id as Discord sends them; an entry at or before ``after`` (a server
                 # that did not page) is not read twice, and the loop ends when nothing is new.
@@ -136,7 +133,11 @@ class SignupImports:
             # poll until sign-ups close would only collect invalid requests.
             await self._event_gone(target)
         except discord.HTTPException as exc:
-            self._report_once(target.run_id, f"{exc.status} (code {exc.code}) {exc.text}")
+            self.refusals.log_once(
+                (target.run_id, exc.status, exc.code),
+                f"sign-up import, run {target.run_id}: Discord refused the Interested list: "
+                f"{exc.status} (code {exc.code}) {exc.text}",
+            )
         except DATABASE_ERRORS as exc:
             log.warning("sign-up import, run %s: database unreachable: %s", target.run_id, exc)
         count = self.imported - imported_before
@@ -159,13 +160,12 @@ class SignupImports:
             member_id = str(_user_id(entry))
             if member_id in known:
                 continue
-            answer = await signups.import_interested(
-                self.bot.engine,
+            answer = await self.desk.import_interested(
                 target.run_id,
                 member_id,
                 _name(entry),
                 self._aliases(entry),
-                self.bot.clock.now(),
+                self.kit.clock.now(),
             )
             if isinstance(answer, Refused) and answer.why != RefusedWhy.NOT_ALLOWED_ROLE:
                 return False
@@ -176,12 +176,12 @@ class SignupImports:
 
     def _aliases(self, entry: Mapping[str, Any]) -> list[str]:
         """The config's role aliases the member holds (only sent when the sign-up needs them)."""
-        return self.bot.config.aliases_held(
+        return self.kit.config.aliases_held(
             int(role) for role in (entry.get("member") or {}).get("roles", ())
         )
 
     async def _event_gone(self, target: InterestedImport) -> None:
-        if not await interested.event_gone(self.bot.engine, target, self.bot.clock.now()):
+        if not await interested.event_gone(self.kit.engine, target, self.kit.clock.now()):
             return
         log.warning(
             "sign-up import, run %s: its Discord event %s was deleted; its Interested list is no longer read",
@@ -189,19 +189,7 @@ class SignupImports:
             target.event_id,
             extra={"run_id": target.run_id},
         )
-        if self.bot.staff_log is not None:
-            self.bot.staff_log.notice(
-                f"⚠️ Run {target.run_id}'s Discord event was deleted: members who mark it Interested "
-                "are no longer signed up (the sign-up message still takes clicks)."
-            )
-
-    def _report_once(self, run_id: int, text: str) -> None:
-        if (run_id, text) in self._reported:
-            return
-        self._reported.add((run_id, text))
-        log.warning(
-            "sign-up import, run %s: Discord refused the Interested list: %s",
-            run_id,
-            text,
-            extra={"run_id": run_id},
+        self.kit.tell_staff(
+            f"⚠️ Run {target.run_id}'s Discord event was deleted: members who mark it Interested "
+            "are no longer signed up (the sign-up message still takes clicks)."
         )

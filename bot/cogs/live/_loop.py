@@ -4,7 +4,7 @@ starts and edited as it moves until it ends (a last edit showing how it ended, t
 It follows the run log with a ``runner.sql.run_log.LogFollower`` (every line once, one committed
 after a higher id too), as the staff log and the Events-tab mirror do, in a loop of its own
 (``WakeableLoop``, nudged after every tick), so it never holds up a run; a Discord or database
-error is logged once per run and kind and retried after a back-off, never raised into the loop. What a message shows is ``bridge.live.LiveView``, rendered by ``bot.live_render``.
+error is logged once per run and kind and retried after a back-off, never raised into the loop. What a message shows is ``bridge.live.LiveView``, rendered by ``bot.cogs.live._render``.
 
 Sign-ups: a run whose event has ``signup:`` shows its counts per option (seated of capacity, how
 many wait). A join or a leave writes no run-log line, so each pass also reads the counts of the
@@ -40,7 +40,7 @@ Choices where the issue is silent:
   storing its id leaves the claim to expire, and the next post carries the same nonce, so
   Discord (within its dedupe window) answers with the message already posted: it is adopted.
 * **Who posts.** Only the process that can see the staff channel (the one holding its guild),
-  and of several that can, the one holding the ``live-run-messages`` lease (``bot.loops.work_lease``).
+  and of several that can, the one holding the ``live-run-messages`` lease (``bot.work_lease``).
   A process taking the lease over starts as a restart does: from now, with every open message
   and every run in flight that has none, so what moved while nobody held it is shown too.
 """
@@ -51,21 +51,16 @@ import asyncio
 import dataclasses
 import datetime as dt
 import logging
-from collections.abc import Callable
 
 import discord
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.channel_budget import ChannelBudget
+from bot.background import Background, LeasedLoop
+from bot.cogs.live._render import digest, live_embed
 from bot.errors import DATABASE_ERRORS
-from bot.live_render import digest, live_embed
-from bot.loops.ticker import WakeableLoop
-from bot.loops.work_lease import WorkLease
-from bridge.live import LiveMessages, LiveRow, LiveView, live_view
-from runner.catalog import VersionCache
-from runner.clock import Clock
+from bot.work_lease import WorkLease
+from bridge.live import LiveMessagePosted, LiveMessages, LiveRow, LiveView, live_view
+from runner.bus import LogGrew, SignupsChanged
 from runner.sql.run_log import LogFollower
-from wiring.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -87,31 +82,20 @@ def nonce_for(run_id: int, posts: int) -> str:
     return f"live{run_id}.{posts}"[:25]
 
 
-class LiveRuns:
-    def __init__(
-        self,
-        client: discord.Client,
-        config: Config,
-        engine: AsyncEngine,
-        versions: VersionCache,
-        *,
-        owner: str,
-        clock: Clock,
-        budget: ChannelBudget,
-        lease: WorkLease,
-        interval: float,
-        posted: Callable[[], None] = lambda: None,
-    ) -> None:
-        # ``client``: the channel, and when the gateway is ready; ``posted``: called after each
-        # new message (the staff log holds a just-started run's lines until it can link one).
-        self.client = client
-        self.config = config
-        self.engine = engine
-        self.versions = versions
-        self.clock = clock
-        self.budget = budget
-        self.posted = posted
-        self.store = LiveMessages(engine, owner)
+class LiveRuns(LeasedLoop):
+    work = "live-run-messages"
+    # The run log grew; a sign-up list changed (the message shows its counts).
+    wakes_on = (LogGrew, SignupsChanged)
+
+    def __init__(self, kit: Background, *, lease: WorkLease, interval: float) -> None:
+        super().__init__(kit, lease=lease, interval=interval)
+        self.client = kit.client
+        self.config = kit.config
+        self.engine = kit.engine
+        self.versions = kit.versions
+        self.clock = kit.clock
+        self.budget = kit.budget
+        self.store = LiveMessages(kit.engine, kit.owner)
         # Where this process is in the run log (None: not known, the next pass starts it).
         self.follower: LogFollower | None = None
         # Runs to look at, each with the loop time from which to look (0: now).
@@ -119,17 +103,15 @@ class LiveRuns:
         # Loop time of each run's last send or edit (what EDIT_GAP is measured from).
         self.sent_at: dict[int, float] = {}
         self.sends = 0
-        self._reported: set[tuple[int | None, str]] = set()
         # Each posted message's run, and the messages Discord said were deleted (by run).
         self._runs_of: dict[int, int] = {}
         self._deleted: dict[int, int] = {}
         self._open: int | None = None
         # The sign-up counts of each open message's run at the last pass (None: not read yet).
         self._signup_counts: dict[int, frozenset[tuple[str, str, int]]] | None = None
-        self.lease = lease
-        self.loop = WakeableLoop(
-            self.pass_once, interval=interval, name="eventbot-live-runs", before=self._ready
-        )
+
+    def enabled(self) -> bool:
+        return self.channel_id is not None
 
     @property
     def channel_id(self) -> int | None:
@@ -138,17 +120,6 @@ class LiveRuns:
             return None
         return config.channel_id(config.staff_log_channel)
 
-    def start(self) -> None:
-        if self.channel_id is not None:
-            self.loop.start()
-
-    def cancel(self) -> None:
-        self.loop.cancel()
-
-    def nudge(self) -> None:
-        if self.channel_id is not None:
-            self.loop.nudge()
-
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         """Someone deleted a live message: post it again now rather than at the run's next move."""
         run_id = self._runs_of.pop(payload.message_id, None)
@@ -156,10 +127,7 @@ class LiveRuns:
             return
         self._deleted[run_id] = payload.message_id
         self.dirty[run_id] = 0.0
-        self.nudge()
-
-    async def _ready(self) -> None:
-        await self.client.wait_until_ready()
+        self.look_again()
 
     def _now(self) -> float:
         # The event loop's clock, as the channel budget's: simulated time drives both.
@@ -173,7 +141,7 @@ class LiveRuns:
         try:
             await self._prime()
         except DATABASE_ERRORS as exc:
-            self._report_once(None, "database", f"live run messages: database unreachable at start: {exc}")
+            self.refusals.log_once("database", f"live run messages: database unreachable at start: {exc}")
 
     async def _prime(self) -> None:
         """Start from now, with every open message and every run in flight that has none."""
@@ -192,6 +160,7 @@ class LiveRuns:
             found if isinstance(found, discord.TextChannel | discord.Thread | discord.VoiceChannel) else None
         )
         if channel is not None:
+            assert self.lease is not None
             taken = await self.lease.take()
             if taken is None:
                 # Another process posts and edits; what this one knew is stale when it takes over.
@@ -208,7 +177,7 @@ class LiveRuns:
             changes = await self.store.changes(self.follower)
             signed_up = await self._signups_moved() if channel is not None else []
         except DATABASE_ERRORS as exc:
-            self._report_once(None, "database", f"live run messages: database unreachable: {exc}")
+            self.refusals.log_once("database", f"live run messages: database unreachable: {exc}")
             return interval
         if channel is None:
             # Not this process's guild (or the channel is gone): the process that sees it posts.
@@ -250,20 +219,18 @@ class LiveRuns:
         try:
             done = await self.update(channel, run_id)
         except DATABASE_ERRORS as exc:
-            self._report_once(
-                run_id, "database", f"live message of run {run_id}: database unreachable: {exc}"
+            self.refusals.log_once(
+                (run_id, "database"), f"live message of run {run_id}: database unreachable: {exc}"
             )
             done = False
         except discord.HTTPException as exc:
-            self._report_once(
-                run_id,
-                f"http{exc.status}",
+            self.refusals.log_once(
+                (run_id, f"http{exc.status}"),
                 f"live message of run {run_id}: Discord refused it: {exc.status} {exc.text}",
             )
             done = False
         except Exception:
-            if (run_id, "error") not in self._reported:
-                self._reported.add((run_id, "error"))
+            if self.refusals.first_time((run_id, "error")):
                 log.exception("live message of run %s: cannot update it", run_id, extra={"run_id": run_id})
             done = False
         if done:
@@ -282,8 +249,8 @@ class LiveRuns:
             return True  # not started (nor blocked): nothing to follow yet
         if row is None and await self._open_count() >= MAX_OPEN:
             # Checked before the run is read: a 500-scope start must not cost 450 renders.
-            self._report_once(
-                None, "cap", f"live run messages: {MAX_OPEN} are open; later runs get theirs as slots free"
+            self.refusals.log_once(
+                "cap", f"live run messages: {MAX_OPEN} are open; later runs get theirs as slots free"
             )
             return True
         view = await live_view(self.engine, run_id, self.versions, clock)
@@ -364,15 +331,9 @@ class LiveRuns:
                 "live message of run %s: its claim ran out while posting", run_id, extra={"run_id": run_id}
             )
         # The staff log holds a just-started run's lines until they can link this message.
-        self.posted()
+        self.kit.bus.publish(LiveMessagePosted(run_id))
         return True
 
     def _spent(self, run_id: int) -> None:
         self.sends += 1
         self.sent_at[run_id] = self._now()
-
-    def _report_once(self, run_id: int | None, key: str, message: str) -> None:
-        if (run_id, key) in self._reported:
-            return
-        self._reported.add((run_id, key))
-        log.warning("%s", message[:1900], extra={"run_id": run_id})

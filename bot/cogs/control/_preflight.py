@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.attendee_role_checks import unsafe_problem
+from bot.cogs.signups._role_checks import unsafe_problem
 from bot.discord_delivery import DiscordDelivery
 from bot.errors import BotError
 from runner import views

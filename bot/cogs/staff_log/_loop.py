@@ -6,12 +6,12 @@ after a higher id was read, once) rather than listening to this process's own co
 posts is what happened, whichever process (or the CLI) made it happen: every control and who
 pressed it (start, pause, resume, cancel with its reason, retry, ``/event skip``), every cue a
 GM confirmed or skipped, every step that failed or is being retried and why, every run missed,
-degraded or stalled, and a reminder that did not go out. The words are ``bot.log_lines``'s.
+degraded or stalled, and a reminder that did not go out. The words are ``bot.cogs.staff_log._lines``'s.
 
 Each line carries a jump link to the message it concerns: a cue action its cue, a step's
 failure the message the step posted, if it posted one; any other line the run's live message
 (``bridge.live.live_message_of``), or, while the run has none, the last message the run posted.
-A burst (more than ``bot.log_bursts.BURST`` lines of one kind for one event in one pass) is one
+A burst (more than ``bot.cogs.staff_log._bursts.BURST`` lines of one kind for one event in one pass) is one
 summary line. Every message takes a slot of the channel's budget first (``bot.channel_budget``:
 the channel is shared with the live run messages).
 
@@ -21,7 +21,7 @@ Each line once, and where it starts (the choices where the issue is silent):
   starts (a line in flight then is still posted): a restart never reposts history. The price is that lines written while no poster was running
   (the bot was down) are not posted; they remain in the run log, ``/event status`` and the CLI.
 * **One poster among processes, and a takeover starts where the last one stopped.** With a
-  ``lease`` (``bot.loops.work_lease``), only the process holding the ``staff-log`` lease posts. The
+  ``lease`` (``bot.work_lease``), only the process holding the ``staff-log`` lease posts. The
   holder records its follower's place (the floor, and the lines it posted above it) with each
   message sent; a process
   taking the lease over (the holder stopped, died, or gave it back on shutdown) starts exactly
@@ -36,12 +36,12 @@ Each line once, and where it starts (the choices where the issue is silent):
   again.
 * **A new run's lines wait a moment for its live message.** The live message is posted by its
   own loop just after the run starts; a line of a run that started and has no live message yet
-  waits for it (``bot.loops.live_runs`` nudges this loop when it posts one) for ``LINK_WAIT`` seconds
+  waits for it (``bridge.live.LiveMessagePosted`` wakes this loop when one is posted) for ``LINK_WAIT`` seconds
   at most, then links the run's latest post instead (a run past the live messages' cap). The
   lines after it wait too, so the channel keeps the run log's order.
 * **"Paused by" is posted when the pause is recorded**, and says what a pause does: nothing new
   starts, and a step already under way (dispatched when the pause came) is not recalled but
-  finishes, its result recorded as usual (``bot.log_lines.PAUSE_MEANS``).
+  finishes, its result recorded as usual (``bot.cogs.staff_log._lines.PAUSE_MEANS``).
 * **Only the process that holds the staff channel's guild.** With shards split across processes,
   Discord delivers each guild to exactly one of them, and only that process has the channel in its
   cache, so only it posts; the others skip. Two processes may briefly both post during a shard
@@ -59,22 +59,18 @@ from dataclasses import replace
 
 import aiohttp
 import discord
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.channel_budget import ChannelBudget
+from bot.background import Background, LeasedLoop
+from bot.cogs.staff_log._bursts import summarise
+from bot.cogs.staff_log._lines import LOGGED_EVENTS, Line, Link, batch, fold, latest_post, word
 from bot.errors import DATABASE_ERRORS
-from bot.log_bursts import summarise
-from bot.log_lines import LOGGED_EVENTS, Line, Link, batch, fold, latest_post, word
-from bot.loops.ticker import WakeableLoop
-from bot.loops.work_lease import WorkLease
+from bot.work_lease import WorkLease
 from bridge.exclusive import Taken
-from bridge.live import live_message_of
-from runner.catalog import VersionCache
-from runner.clock import Clock
+from bridge.live import LiveMessagePosted, live_message_of
+from runner.bus import LogGrew, StaffNotice
 from runner.history import Entry
 from runner.sql.run_log import LogFollower
 from runner.views import RunView, follow_log_from_now, log_followed, run_view
-from wiring.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +81,7 @@ PASS_MAX = 5000
 # Passes a message that failed for want of Discord is tried in before its lines are dropped.
 TRIES = 3
 # How long a line waits for its run's live message to be posted, so it can link it, and how
-# often it looks again meanwhile (``bot.loops.live_runs`` nudges the staff log when it posts one).
+# often it looks again meanwhile (``bot.cogs.live._loop`` nudges the staff log when it posts one).
 LINK_WAIT = 15.0
 LINK_RETRY = 1.0
 # Failures that say nothing about the message itself: it may go through next time.
@@ -106,29 +102,20 @@ def nonce_of(entry_ids: Sequence[int]) -> str:
     return f"log{digest}"
 
 
-class StaffLog:
-    def __init__(
-        self,
-        client: discord.Client,
-        config: Config,
-        engine: AsyncEngine,
-        versions: VersionCache,
-        *,
-        interval: float,
-        lease: WorkLease | None = None,
-        budget: ChannelBudget | None = None,
-        clock: Clock | None = None,
-    ) -> None:
-        self.client = client
-        # Without a budget (a test's bare client), nothing else posts in the channel; without a
-        # clock, the wall clock.
-        self.budget = budget
-        self.clock = clock
+class StaffLog(LeasedLoop):
+    work = "staff-log"
+    # The run log grew; a live message went up (a new run's waiting lines can link it).
+    wakes_on = (LogGrew, LiveMessagePosted)
+
+    def __init__(self, kit: Background, *, interval: float, lease: WorkLease | None = None) -> None:
         # Without a lease (a test's bare client), this process is the only poster.
-        self.lease = lease
-        self.config = config
-        self.engine = engine
-        self.versions = versions
+        super().__init__(kit, lease=lease, interval=interval)
+        self.client = kit.client
+        self.budget = kit.budget
+        self.clock = kit.clock
+        self.config = kit.config
+        self.engine = kit.engine
+        self.versions = kit.versions
         # Where this process is in the run log (None: not known, the next pass starts it).
         self.follower: LogFollower | None = None
         # Passes the first unsent message has failed in, by its first entry id.
@@ -137,16 +124,17 @@ class StaffLog:
         self._failed_runs: set[int] = set()
         # Notices being posted (held so the tasks are not collected mid-flight).
         self._notices: set[asyncio.Task[None]] = set()
-        self.loop = WakeableLoop(
-            self.post_new, interval=interval, name="eventbot-staff-log", before=self._ready
-        )
+        self._notice_subscription = kit.bus.subscribe(lambda event: self.notice(event.text), {StaffNotice})
 
-    def start(self) -> None:
-        if self.channel_id is not None:
-            self.loop.start()
+    def enabled(self) -> bool:
+        return self.channel_id is not None
 
-    def cancel(self) -> None:
-        self.loop.cancel()
+    async def stop(self) -> None:
+        self._notice_subscription.unsubscribe()
+        await super().stop()
+
+    async def pass_once(self) -> float:
+        return await self.post_new()
 
     async def prime(self) -> None:
         """Start from now: the newest log line at start is the last one not to post."""
@@ -161,9 +149,6 @@ class StaffLog:
             log.warning(
                 "staff log: database unreachable at start; will start from the first line read: %s", exc
             )
-
-    def nudge(self) -> None:
-        self.loop.nudge()
 
     def notice(self, text: str) -> None:
         """Post one line that is not in the run log (a part of the bot that failed, such as the
@@ -183,16 +168,12 @@ class StaffLog:
             log.warning("staff log: could not post a notice in channel %s: %s", self.channel_id, exc)
 
     async def _budget(self, channel: object) -> None:
-        if self.budget is not None:
-            await self.budget.take(channel.id)  # type: ignore[attr-defined]
+        await self.budget.take(channel.id)  # type: ignore[attr-defined]
 
     @property
     def channel_id(self) -> int | None:
         alias = self.config.staff_log_channel
         return self.config.channel_id(alias) if alias else None
-
-    async def _ready(self) -> None:
-        await self.client.wait_until_ready()
 
     async def _resume(self, taken: Taken) -> None:
         """This process has just taken the lease: start where the last holder got to (or, when
@@ -353,7 +334,7 @@ class StaffLog:
         return (self._now() - line.at).total_seconds() < LINK_WAIT
 
     def _now(self) -> dt.datetime:
-        return self.clock.now() if self.clock is not None else dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        return self.clock.now()
 
     async def _run(self, run_id: int) -> RunView | None:
         try:

@@ -2,7 +2,7 @@
 confirm, taken out when they leave or move to the waiting list) and archived when the run ends
 (completed, cancelled or failed).
 
-A loop of its own (``WakeableLoop``, nudged after every tick), as the live run messages are, so
+A loop of its own (``bot.background.LeasedLoop``, woken after every tick and sign-up change), as the live run messages are, so
 a refused or slow request never holds up a run; only the process holding the ``event-threads``
 lease does it. What is done is in the database (``runner.threads``): an attendee added is
 recorded, one taken out is unrecorded, a thread archived is marked, so a restart neither repeats
@@ -18,21 +18,17 @@ later, for that kind of request only: a refused removal does not hold up the nex
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import math
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 import discord
 
-from bot.errors import DATABASE_ERRORS
-from bot.loops.ticker import WakeableLoop
+from bot import discord_rest
+from bot.background import Background, LeasedLoop
+from bot.work_lease import WorkLease
 from runner import threads
+from runner.bus import LogGrew, SignupsChanged
 from runner.threads import RunThread
-
-if TYPE_CHECKING:
-    from bot.app import EventBot
 
 log = logging.getLogger(__name__)
 
@@ -52,74 +48,49 @@ class ThreadGone(Exception):
     """Discord answered 10003 for the thread: a moderator deleted it."""
 
 
-class EventThreads:
-    def __init__(self, bot: EventBot, *, interval: float) -> None:
-        self.bot = bot
-        self.lease = bot.lease_for("event-threads")
+class EventThreads(LeasedLoop):
+    work = "event-threads"
+    wakes_on = (LogGrew, SignupsChanged)
+
+    def __init__(self, kit: Background, *, lease: WorkLease, interval: float) -> None:
+        super().__init__(kit, lease=lease, interval=interval)
         self.archived = 0
         self.added = 0
         self.removed = 0
-        self._reported: set[tuple[str, str]] = set()
-        self._told: set[tuple[str, str]] = set()
-        # Loop time before which a (thread, kind of request) Discord refused is not tried again.
-        self._not_before: dict[tuple[str, str], float] = {}
-        self.loop = WakeableLoop(
-            self.pass_once, interval=interval, name="eventbot-event-threads", before=self._ready
-        )
 
-    async def _ready(self) -> None:
-        await self.bot.wait_until_ready()
-
-    def start(self) -> None:
-        self.loop.start()
-
-    def cancel(self) -> None:
-        self.loop.cancel()
-
-    def nudge(self) -> None:
-        self.loop.nudge()
-
-    async def pass_once(self) -> float:
-        """One pass (never raises)."""
-        interval = self.loop.interval
-        if await self.lease.take() is None:
-            return interval
-        engine, clock = self.bot.engine, self.bot.clock
-        try:
-            for thread in await threads.open_in_flight(engine):
-                if thread.in_discord:
-                    try:
-                        await self._reconcile_members(thread)
-                    except ThreadGone:
-                        await threads.archived(engine, thread, clock)
-            for thread in await threads.to_archive(engine):
-                if not thread.in_discord or (
-                    self._may_try(thread, ARCHIVING) and await self._archive(thread)
-                ):
+    async def work_once(self) -> None:
+        engine, clock = self.kit.engine, self.kit.clock
+        for thread in await threads.open_in_flight(engine):
+            if thread.in_discord:
+                try:
+                    await self._reconcile_members(thread)
+                except ThreadGone:
                     await threads.archived(engine, thread, clock)
-        except DATABASE_ERRORS as exc:
-            self._report_once("database", "", f"event threads: database unreachable: {exc}")
-        return interval
+        for thread in await threads.to_archive(engine):
+            if not thread.in_discord or (
+                self.refusals.may_try((thread.thread_id, ARCHIVING)) and await self._archive(thread)
+            ):
+                await threads.archived(engine, thread, clock)
 
     async def _reconcile_members(self, thread: RunThread) -> None:
         """Adds the confirmed not yet added, then takes out those added who no longer hold a seat."""
-        engine, clock = self.bot.engine, self.bot.clock
+        engine, clock = self.kit.engine, self.kit.clock
         todo = await threads.membership_changes(engine, thread)
-        if todo.add and self._may_try(thread, ADDING):
+        if todo.add and self.refusals.may_try((thread.thread_id, ADDING)):
             for member_id in todo.add:
                 if not await self._ask(
-                    thread, ADDING, f"adding member {member_id}", self.bot.http.add_user_to_thread, member_id
+                    thread, ADDING, f"adding member {member_id}", discord_rest.add_to_thread, member_id
                 ):
                     break
                 await threads.member_added(engine, thread.thread_id, member_id, clock)
                 self.added += 1
-        if todo.remove and self._may_try(thread, REMOVING):
+        if todo.remove and self.refusals.may_try((thread.thread_id, REMOVING)):
             for member_id in todo.remove:
                 if not await self._ask(
                     thread,
                     REMOVING,
                     f"taking member {member_id} out",
-                    self.bot.http.remove_user_from_thread,
+                    discord_rest.remove_from_thread,
                     member_id,
                 ):
                     break
@@ -131,13 +102,13 @@ class EventThreads:
         thread: RunThread,
         kind: str,
         doing: str,
-        request: Callable[[int, int], Awaitable[None]],
+        request: Callable[[discord.Client, str, str], Awaitable[None]],
         member_id: str,
     ) -> bool:
         """True when Discord did it, or the member is no longer on the server (nothing to do);
         raises ``ThreadGone`` when the thread is."""
         try:
-            await request(int(thread.thread_id), int(member_id))
+            await request(self.kit.client, thread.thread_id, member_id)
         except discord.HTTPException as exc:
             if exc.code in (UNKNOWN_MEMBER, UNKNOWN_USER):
                 return True
@@ -150,7 +121,7 @@ class EventThreads:
     async def _archive(self, thread: RunThread) -> bool:
         """True when the thread is archived (or gone)."""
         try:
-            await self.bot.http.edit_channel(int(thread.thread_id), archived=True)
+            await discord_rest.archive_thread(self.kit.client, thread.thread_id)
         except discord.HTTPException as exc:
             if exc.code == UNKNOWN_CHANNEL:
                 return True
@@ -159,36 +130,25 @@ class EventThreads:
         self.archived += 1
         return True
 
-    def _may_try(self, thread: RunThread, kind: str) -> bool:
-        return self._not_before.get((thread.thread_id, kind), 0.0) <= asyncio.get_running_loop().time()
-
     def _refused(self, thread: RunThread, kind: str, doing: str, exc: discord.HTTPException) -> None:
         # A missing permission or access (403: 50001, 50013) is final for that thread and kind of
         # request: asked again every minute it only collects invalid requests until Discord bans
         # the IP; staff are told once, and a restart (after fixing the permission) tries again.
         final = exc.status in FINAL_STATUSES
-        wait = math.inf if final else RETRY_SECONDS
-        self._not_before[(thread.thread_id, kind)] = asyncio.get_running_loop().time() + wait
-        if final and self.bot.staff_log is not None and (thread.thread_id, kind) not in self._told:
-            self._told.add((thread.thread_id, kind))
-            self.bot.staff_log.notice(
-                f"⚠️ Run {thread.run_id}'s event thread: Discord refused {doing} ({exc.status}, code "
-                f"{exc.code}); the bot stops asking until it restarts (check its permissions there)."
+        self.refusals.refused((thread.thread_id, kind), wait=RETRY_SECONDS, final=final)
+        if final:
+            self.refusals.tell_once(
+                (thread.thread_id, kind, "final"),
+                f"Run {thread.run_id}'s event thread: Discord refused {doing} ({exc.status}, code "
+                f"{exc.code}); the bot stops asking until it restarts (check its permissions there).",
             )
         hint = (
             " (the bot needs Manage Threads in the thread's channel to take members out)"
             if kind == REMOVING and exc.code == MISSING_PERMISSIONS
             else ""
         )
-        self._report_once(
-            thread.thread_id,
-            doing,
+        self.refusals.log_once(
+            (thread.thread_id, doing),
             f"thread {thread.thread_id} of run {thread.run_id}: Discord refused {doing}: "
             f"{exc.status} (code {exc.code}) {exc.text}{hint}",
         )
-
-    def _report_once(self, thread_id: str, key: str, message: str) -> None:
-        if (thread_id, key) in self._reported:
-            return
-        self._reported.add((thread_id, key))
-        log.warning("%s", message[:1900])

@@ -2,7 +2,7 @@
 close), its buttons (one per option, and Leave), and the words a click is answered with.
 
 The buttons' whole state is their custom id (``bot.custom_ids.SignupPress``), read back when
-one is pressed (``bot.cogs.signups.SignupButton``).
+one is pressed (``bot.cogs.signups._cog.SignupButton``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def custom_id(run_id: int, choice: str) -> str:
 
 def signup_view(listed: signups.SignupList, now: dt.datetime) -> discord.ui.View:
     """The buttons. Plain buttons: a press is dispatched by its custom id to
-    ``bot.cogs.signups.SignupButton`` (registered with the bot), not to this view. Once sign-ups
+    ``bot.cogs.signups._cog.SignupButton`` (registered with the bot), not to this view. Once sign-ups
     close the option buttons are disabled (a click is still answered, "sign-ups are closed");
     Leave stays until the run is over."""
     closed = listed.is_closed(now)

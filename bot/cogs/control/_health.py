@@ -4,7 +4,7 @@ names, checked by the same ``check_channel`` the ``/event start`` preflight uses
 resolves and is in this server; the bot may view it, send and embed there), plus Manage Events
 when published events are listed in the Events tab (the mirror's own check), and for published
 events with a thread step or an ``attendee_role``, the thread permissions where the thread goes
-and Manage Roles with the role below the bot's (``bot.starting``'s checks).
+and Manage Roles with the role below the bot's (``bot.cogs.control._preflight``'s checks).
 
 Read Message History is not asked for: the bot never reads a channel's history, it only edits
 the messages it posted, by their ids.
@@ -24,10 +24,10 @@ import discord
 
 from actions import limits
 from bot.clock import as_utc
-from bot.loops.scheduled_events import listing_status_line
+from bot.cogs.control._preflight import attendee_role_problems, thread_problems
+from bot.cogs.events_tab._loop import listing_status_line
 from bot.protocols import Served
 from bot.rendering import clip, fit, fit_list, timestamp
-from bot.starting import attendee_role_problems, thread_problems
 from runner.views import HealthReport, health, published_definitions
 from runner.views.health import HeldStep, ProcessHealth, RunHealth, duration_text, worst_first
 

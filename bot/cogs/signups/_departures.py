@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import discord
 
+from bot.background import Background
 from runner import signup_departures
-
-if TYPE_CHECKING:
-    from bot.app import EventBot
+from runner.signup_desk import SignupDesk
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +34,10 @@ UNKNOWN_USER = 10013
 
 
 class MemberDepartures:
-    def __init__(self, bot: EventBot, *, changed: Callable[[], None]) -> None:
-        self.bot = bot
-        # Told after a departure freed something (the message, roles and threads follow).
-        self.changed = changed
+    def __init__(self, kit: Background, desk: SignupDesk) -> None:
+        self.kit = kit
+        # Where a departure leaves the lists (and tells whoever shows them).
+        self.desk = desk
         self._checked_at: dict[str, float] = {}
         self._paused_until = 0.0
         self.left = 0
@@ -48,12 +45,12 @@ class MemberDepartures:
     async def check_some(self) -> None:
         """Ask Discord about the members on open lists least recently asked about."""
         now = asyncio.get_running_loop().time()
-        guild = self.bot.get_guild(self.bot.config.guild_id or 0)
+        guild = self.kit.guild()
         if guild is None or now < self._paused_until:
             return
         listed = {
             entry.member_id: entry.member_name
-            for entry in await signup_departures.on_open_lists(self.bot.engine)
+            for entry in await signup_departures.on_open_lists(self.kit.engine)
         }
         due = [m for m in listed if now - self._checked_at.get(m, -CHECK_EVERY) >= CHECK_EVERY]
         due.sort(key=lambda m: self._checked_at.get(m, -CHECK_EVERY))
@@ -73,10 +70,7 @@ class MemberDepartures:
             del self._checked_at[member_id]
 
     async def _left(self, member_id: str, name: str) -> None:
-        answers = await signup_departures.left_the_server(
-            self.bot.engine, member_id, name, self.bot.clock.now()
-        )
+        answers = await self.desk.left_the_server(member_id, name, self.kit.clock.now())
         if answers:
             self.left += 1
             log.info("sign-ups: member %s left the server; taken off %d list(s)", member_id, len(answers))
-            self.changed()

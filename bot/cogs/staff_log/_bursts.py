@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.log_lines import Line
+from bot.cogs.staff_log._lines import Line
 from bot.rendering import REHEARSAL_MARK, clip, fit_list
 
 # More than this many lines of one kind for one event in one pass are summed up.
 BURST = 5
-# A summary stays well inside one message (``bot.log_lines.batch`` packs lines into 2,000).
+# A summary stays well inside one message (``bot.cogs.staff_log._lines.batch`` packs lines into 2,000).
 RUNS_MAX = 300
 SCOPES_MAX = 600
 GROUP_MAX = 400

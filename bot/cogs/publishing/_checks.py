@@ -27,7 +27,7 @@ from typing import Any
 # Two checks at once on the bot's host (a small VM has two cores; the loop keeps its own).
 SLOTS = 2
 # What the fork server imports once, so each check's child starts with it loaded.
-PRELOAD = ["bot.publishing"]
+PRELOAD = ["bot.cogs.publishing._flow"]
 
 _slots = threading.BoundedSemaphore(SLOTS)
 _context: Any = None

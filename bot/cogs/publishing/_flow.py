@@ -16,7 +16,7 @@ The choices, where the issue leaves them open:
 * **The preview.** ``/event publish`` of a valid file answers (ephemerally) with what changes
   against the current version (``runner.definitions.diff``), or "new event", or "unchanged:
   nothing to publish" (no buttons), with Publish and Cancel buttons. The draft waits in this
-  process's memory (``bot.publish_drafts``), keyed by a random token in the buttons' custom id
+  process's memory (``bot.cogs.publishing._drafts``), keyed by a random token in the buttons' custom id
   (``bot.custom_ids.PublishPress``), for 15 minutes on the bot's clock; pressed later, or after a
   restart, a button says the preview expired and that nothing was published.
 * **The press.** Only the member who asked may press (and only while they still hold
@@ -40,14 +40,16 @@ from typing import Any
 import discord
 
 from actions import limits, validation_registry
-from bot import rendering, upload_checks
+from bot import rendering
+from bot.cogs.publishing import _checks as upload_checks
+from bot.cogs.publishing._drafts import Draft
 from bot.components import claimed_and_admitted
 from bot.custom_ids import PublishPress, PublishVerb
 from bot.errors import BotError, reply_to_error
 from bot.permissions import actor_of
 from bot.protocols import Served, served
-from bot.publish_drafts import Draft
 from runner import catalog, schedule, views, yaml_text
+from runner.bus import VersionPublished
 from runner.definitions import EventDefinition, parse_yaml
 from runner.definitions.diff import changes
 from runner.errors import DefinitionError, Problem, UnknownDefinition, UnreadableDefinition
@@ -62,7 +64,7 @@ from wiring.definition_checks import (
 )
 
 MAX_UPLOAD_BYTES = 256 * 1024
-# An upload is read and checked within this (in a process of its own, ``bot.upload_checks``):
+# An upload is read and checked within this (in a process of its own, ``bot.cogs.publishing._checks``):
 # the worst file under the size cap takes about a second; past this, it is refused.
 CHECK_SECONDS = 5.0
 # A problem or a change longer than this is clipped, so one cannot crowd out the rest.
@@ -136,7 +138,7 @@ def _read_and_check(name: str, data: bytes, now: dt.datetime, config: Config | N
 async def check_upload(bot: Served, attachment: discord.Attachment) -> CheckedFile:
     """The attachment checked as ``python -m bot validate`` checks a file, with this bot's config.
 
-    Reading and checking run in a process of their own with a time cap (``bot.upload_checks``):
+    Reading and checking run in a process of their own with a time cap (``bot.cogs.publishing._checks``):
     every check is linear and bounded by its limit first, but 256 KB of YAML still takes a
     second to read, and on the event loop (or in a thread, through the GIL) that second would
     hold up every click, tick and lease renewal of the bot."""
@@ -300,7 +302,7 @@ async def _reply(interaction: discord.Interaction, text: str, **fields: Any) -> 
 class PublishButton(
     discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=PublishPress.TEMPLATE
 ):
-    """Publish or Cancel under a preview; the draft it names is in ``bot.publish_drafts``."""
+    """Publish or Cancel under a preview; the draft it names is in ``bot.cogs.publishing._drafts``."""
 
     def __init__(self, token: str, verb: PublishVerb, *, disabled: bool = False) -> None:
         publish = verb == "publish"
@@ -378,7 +380,7 @@ async def publish_draft(bot: Served, interaction: discord.Interaction, draft: Dr
         actor=actor_of(interaction.user),
     )
     # The schedule (occurrences, reminders, the Events tab) follows the new version at once.
-    bot.nudge()
+    services.runner.bus.publish(VersionPublished(definition.key))
     if not published.changed:
         return f"{_name(definition)} is unchanged: nothing to publish. {NOTHING_PUBLISHED}"
     return f"✅ Published {_name(definition)} as version {published.version}."

@@ -1,0 +1,1 @@
+"""Scheduled occurrences mirrored to Discord's Events tab (``bridge.listings`` decides what)."""

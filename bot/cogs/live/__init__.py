@@ -1,0 +1,1 @@
+"""One message per run in the staff channel, edited as the run moves."""
