@@ -136,7 +136,7 @@ class ConsoleDelivery:
         title = request.context.event_title if request.context else "event"
         body = [*(request.content or "").splitlines()]
         body.append(f"┃ Sign-ups: {title}")
-        # As the bot draws it (``bot.signup_view``): once closed, only Leave is a live button.
+        # As the bot draws it (``bot.cogs.signups._view``): once closed, only Leave is a live button.
         closed = listed.is_closed(self.console.clock.now())
         if closed:
             when = "Sign-ups are closed."
