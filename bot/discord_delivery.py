@@ -33,7 +33,6 @@ from actions.delivery import (
     Announcement,
     Cue,
     DeliveryError,
-    Embed,
     Posted,
     SignupPost,
     SignupPosted,
@@ -44,6 +43,20 @@ from actions.mentions import Mentions, PingPolicy
 from actions.messaging import Describe
 from bot.channel_budget import ChannelBudget
 from bot.cogs.cues._render import cue_embed, cue_view, mark_settled, settled_text
+from bot.cogs.signups._role_checks import attendee_role_problems
+from bot.discord_messages import (
+    EVERYONE,
+    SEND,
+    THREAD,
+    THREAD_ALREADY_CREATED,
+    allowed_mentions,
+    build_embed,
+    channel_label,
+    missing_permissions,
+    nonce_for,
+    permission_name,
+    transient_status,
+)
 from bot.rendering import REHEARSAL_MARK, clip, person
 from runner.controls import CueRef
 from runner.history import RunEnding
@@ -53,37 +66,11 @@ from wiring.control_text import closed_cue_text
 
 log = logging.getLogger(__name__)
 
-SEND = ("view_channel", "send_messages")
-# What starting a thread on an announcement and adding the attendees to it need.
-THREAD = ("create_public_threads", "send_messages_in_threads")
-# Discord's answer to a second thread on one message: the thread exists, which is success.
-THREAD_ALREADY_CREATED = 160004
-EMBED = ("embed_links",)
-EVERYONE = ("@everyone", "@here")
-
 
 class SignupPoster(Protocol):
     async def post_for_step(
         self, channel: Any, run_id: int, step_id: int, content: str | None
     ) -> SignupPosted: ...
-
-
-def nonce_for(idempotency_key: str) -> str:
-    """The message nonce for a step: the first 25 of its 40 random hex characters."""
-    return idempotency_key[: limits.NONCE_MAX]
-
-
-def permission_name(flag: str) -> str:
-    return {
-        "mention_everyone": "Mention @everyone, @here and All Roles",
-        "view_channel": "View Channel",
-        "send_messages_in_threads": "Send Messages in Threads",
-    }.get(flag, flag.replace("_", " ").title())
-
-
-def _label(channel: Any, ref: str) -> str:
-    name = getattr(channel, "name", None)
-    return f"#{name} ({channel.id})" if name else f"{ref!r}"
 
 
 class DiscordDelivery:
@@ -166,7 +153,8 @@ class DiscordDelivery:
             error = self._thread_error(channel, exc)
         except (TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
             error = DeliveryError(
-                f"no answer from Discord starting a thread in {_label(channel, '')}: {exc!r}", transient=True
+                f"no answer from Discord starting a thread in {channel_label(channel, '')}: {exc!r}",
+                transient=True,
             )
         else:
             return StartedThread(str(channel.id), str(thread.id), created=True)
@@ -201,16 +189,16 @@ class DiscordDelivery:
             missing = self._missing_thread_permissions(channel)
             what = f"missing {', '.join(missing)}" if missing else (exc.text or "forbidden")
             return DeliveryError(
-                f"the bot may not start a thread in {_label(channel, '')}: {what} (Discord {exc.code})",
+                f"the bot may not start a thread in {channel_label(channel, '')}: {what} (Discord {exc.code})",
                 transient=False,
             )
         if isinstance(exc, discord.NotFound):
             return DeliveryError(
-                f"the announcement in {_label(channel, '')} is gone (Discord {exc.code}: {exc.text})",
+                f"the announcement in {channel_label(channel, '')} is gone (Discord {exc.code}: {exc.text})",
                 transient=False,
             )
         return DeliveryError(
-            f"Discord answered {exc.status} (code {exc.code}) starting a thread in {_label(channel, '')}: {exc.text}",
+            f"Discord answered {exc.status} (code {exc.code}) starting a thread in {channel_label(channel, '')}: {exc.text}",
             transient=transient_status(exc.status),
         )
 
@@ -232,39 +220,20 @@ class DiscordDelivery:
         guild = getattr(channel, "guild", None)
         if guild is None or guild.me is None:
             return [
-                f"cannot check the bot's permissions in {_label(channel, ref)}: not connected to its server"
+                f"cannot check the bot's permissions in {channel_label(channel, ref)}: not connected to its server"
             ]
         perms = channel.permissions_for(guild.me)
         missing = [permission_name(f) for f in THREAD if not getattr(perms, f)]
         if missing:
             return [
-                f"the bot is missing {', '.join(missing)} in {_label(channel, ref)}: the event's thread needs them"
+                f"the bot is missing {', '.join(missing)} in {channel_label(channel, ref)}: the event's thread needs them"
             ]
         return []
 
     def check_attendee_role(self, alias: str) -> list[str]:
-        """What granting ``alias`` to attendees would hit: Manage Roles, and a role below the
-        bot's own highest (Discord refuses any other)."""
-        role_id = self.config.roles.get(alias)
-        if role_id is None:
-            return [f"attendee role {alias!r} is not one of the role aliases in config (roles)"]
+        """What granting ``alias`` to attendees would hit (``attendee_role_problems``)."""
         guild = self.bot.get_guild(self.config.guild_id) if self.config.guild_id is not None else None
-        if guild is None or guild.me is None:
-            return [f"cannot check attendee role {alias!r}: the bot is not connected to its server"]
-        role = guild.get_role(role_id)
-        if role is None:
-            return [f"attendee role {alias!r} ({role_id}) does not exist in this server"]
-        problems = []
-        if not guild.me.guild_permissions.manage_roles:
-            problems.append(
-                f"the bot lacks {permission_name('manage_roles')}, so attendee role @{role.name} cannot be given"
-            )
-        if role >= guild.me.top_role or role.managed:
-            problems.append(
-                f"attendee role @{role.name} is not below the bot's highest role (@{guild.me.top_role.name}): "
-                "move the bot's role above it in Server Settings → Roles"
-            )
-        return problems
+        return attendee_role_problems(guild, self.config, alias)
 
     async def check(self, request: Announcement | Cue) -> list[str]:
         """What a real delivery would hit, sending nothing: the channel resolves and is in this
@@ -306,19 +275,19 @@ class DiscordDelivery:
         me = guild.me if guild is not None else None
         if guild is None or me is None:
             return [
-                f"cannot check the bot's permissions in {_label(channel, ref)}: not connected to its server"
+                f"cannot check the bot's permissions in {channel_label(channel, ref)}: not connected to its server"
             ]
         perms = channel.permissions_for(me)
         problems = []
         missing = missing_permissions(perms, embed=True)
         if missing:
-            problems.append(f"the bot is missing {', '.join(missing)} in {_label(channel, ref)}")
+            problems.append(f"the bot is missing {', '.join(missing)} in {channel_label(channel, ref)}")
         if ping_role:
             problems.extend(self._ping_problems(ping_role, guild, perms, channel, ref, announcement))
         if everyone and self.config.announce.allow_everyone and not perms.mention_everyone:
             problems.append(
                 f"the text says @everyone/@here but the bot is missing "
-                f"{permission_name('mention_everyone')} in {_label(channel, ref)}: nobody would be pinged"
+                f"{permission_name('mention_everyone')} in {channel_label(channel, ref)}: nobody would be pinged"
             )
         return problems
 
@@ -368,7 +337,7 @@ class DiscordDelivery:
         if not role.mentionable and not perms.mention_everyone:
             return [
                 f"role @{role.name} is not mentionable and the bot is missing "
-                f"{permission_name('mention_everyone')} in {_label(channel, ref)}: the ping would not notify"
+                f"{permission_name('mention_everyone')} in {channel_label(channel, ref)}: the ping would not notify"
             ]
         return []
 
@@ -414,11 +383,11 @@ class DiscordDelivery:
                 ) from None
         if not isinstance(channel, discord.abc.Messageable):
             raise DeliveryError(
-                f"{_label(channel, ref)} is not a channel messages can be posted in", transient=False
+                f"{channel_label(channel, ref)} is not a channel messages can be posted in", transient=False
             )
         guild = getattr(channel, "guild", None)
         if self.config.guild_id is not None and (guild is None or guild.id != self.config.guild_id):
-            raise DeliveryError(f"{_label(channel, ref)} is not in this bot's server", transient=False)
+            raise DeliveryError(f"{channel_label(channel, ref)} is not in this bot's server", transient=False)
         return channel
 
     async def _send(
@@ -447,16 +416,17 @@ class DiscordDelivery:
             error = DeliveryError(self._forbidden(channel, exc, embed), transient=False)
         elif isinstance(exc, discord.NotFound):
             error = DeliveryError(
-                f"{_label(channel, '')} no longer exists (Discord {exc.code}: {exc.text})", transient=False
+                f"{channel_label(channel, '')} no longer exists (Discord {exc.code}: {exc.text})",
+                transient=False,
             )
         elif isinstance(exc, discord.HTTPException):
             error = DeliveryError(
-                f"Discord answered {exc.status} (code {exc.code}) posting in {_label(channel, '')}: {exc.text}",
+                f"Discord answered {exc.status} (code {exc.code}) posting in {channel_label(channel, '')}: {exc.text}",
                 transient=transient_status(exc.status),
             )
         else:
             error = DeliveryError(
-                f"no answer from Discord posting in {_label(channel, '')}: {exc!r}", transient=True
+                f"no answer from Discord posting in {channel_label(channel, '')}: {exc!r}", transient=True
             )
         log.warning(
             "run %s step %s: %s failure: %s",
@@ -475,47 +445,4 @@ class DiscordDelivery:
         if me is not None:
             missing = missing_permissions(channel.permissions_for(me), embed=embed)
         what = f"missing {', '.join(missing)}" if missing else (exc.text or "forbidden")
-        return f"the bot may not post in {_label(channel, '')}: {what} (Discord {exc.code})"
-
-
-def allowed_mentions(decision: Mentions) -> discord.AllowedMentions:
-    """The policy's decision as Discord applies it: only what it names may ping, users only
-    those a cue pings by name (its attendees)."""
-    if decision.suppressed:
-        return discord.AllowedMentions.none()
-    users: list[discord.Object] | bool = [discord.Object(i) for i in decision.allowed_user_ids] or False
-    return discord.AllowedMentions(
-        everyone=decision.everyone,
-        users=users,
-        roles=[discord.Object(i) for i in decision.allowed_role_ids],
-        replied_user=False,
-    )
-
-
-def missing_permissions(perms: discord.Permissions, *, embed: bool) -> list[str]:
-    """What the bot lacks to post here, most basic first. Discord denies Embed Links implicitly
-    with Send Messages, so only the permission that needs granting is named."""
-    for flag in SEND:
-        if not getattr(perms, flag):
-            return [permission_name(flag)]
-    return [permission_name(f) for f in EMBED if embed and not getattr(perms, f)]
-
-
-def transient_status(status: int) -> bool:
-    """Rate limits and server errors pass; any other refusal will not."""
-    return status == 429 or status >= 500
-
-
-def build_embed(spec: Embed) -> discord.Embed:
-    embed = discord.Embed(
-        title=spec.title,
-        description=spec.description,
-        colour=discord.Colour(spec.colour) if spec.colour is not None else None,
-    )
-    if spec.image_url:
-        embed.set_image(url=spec.image_url)
-    if spec.footer:
-        embed.set_footer(text=spec.footer)
-    for field in spec.fields:
-        embed.add_field(name=field.name, value=field.value, inline=field.inline)
-    return embed
+        return f"the bot may not post in {channel_label(channel, '')}: {what} (Discord {exc.code})"

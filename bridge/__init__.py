@@ -9,6 +9,12 @@ database and tested without it:
 - ``live``: what a run's live message in the staff channel shows, who posts it, and where it is;
 - ``exclusive``: work done once among several processes sharing one bot token: an interaction
   (any external event) claimed by its id, and named work leases for the loops;
+- ``signup_messages``: a run's sign-up message (posted once across processes) and the promotion
+  notices' outbox (claimed, delivered, settled once); the seats themselves are the engine's
+  (``runner.signups``);
+- ``threads`` and ``attendee_roles``: the event thread's members and the attendee role's
+  holders, desired (the seats) against recorded (what Discord was asked to do);
+- ``interested``: the Events tab's Interested members a run imports as sign-ups;
 - ``sql``: their statements, one module per table group. The tables themselves are the store's
   (``runner.schema``): one schema and one migration history, and retention prunes them.
 

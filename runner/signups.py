@@ -14,10 +14,9 @@ leaves exactly one promotion and one notice for whoever delivers notices
 from __future__ import annotations
 
 import datetime as dt
-import enum
 import weakref
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -26,8 +25,47 @@ from runner.catalog import VersionCache
 from runner.db import retry_on_conflict
 from runner.definitions import SignupDefinition
 from runner.errors import UnreadableDefinition
+from runner.signup_answers import (
+    AlreadyIn,
+    AlreadyKnown,
+    Confirmed,
+    ImportAnswer,
+    JoinAnswer,
+    LeaveAnswer,
+    Left,
+    Moved,
+    NotSignedUp,
+    OptionList,
+    Promotion,
+    Refused,
+    RefusedWhy,
+    Signup,
+    SignupList,
+    Waitlisted,
+    closed,
+)
 from runner.sql import signups as sql
 from runner.states import RUN_TERMINAL, RunStatus, SignupImport, SignupStatus
+
+# The answers are re-exported: callers know one module for sign-ups.
+__all__ = [
+    "AlreadyIn",
+    "AlreadyKnown",
+    "Confirmed",
+    "ImportAnswer",
+    "JoinAnswer",
+    "LeaveAnswer",
+    "Left",
+    "Moved",
+    "NotSignedUp",
+    "OptionList",
+    "Promotion",
+    "Refused",
+    "RefusedWhy",
+    "Signup",
+    "SignupList",
+    "Waitlisted",
+]
 
 OVERALL = sql.OVERALL
 # Versions never change, so every caller in the process shares one parse of each per database.
@@ -40,129 +78,9 @@ def share_versions(engine: AsyncEngine, versions: VersionCache) -> None:
     _VERSIONS[engine] = versions
 
 
-class RefusedWhy(enum.StrEnum):
-    CLOSED = "closed"
-    NOT_ALLOWED_ROLE = "not_allowed_role"
-    NO_SUCH_OPTION = "no_such_option"
-    RUN_OVER = "run_over"
-    # The run does not exist, or its event has no ``signup:``.
-    NO_SIGNUP = "no_signup"
-
-
-@dataclass(frozen=True)
-class Confirmed:
-    option: str
-    position: int
-
-
-@dataclass(frozen=True)
-class Waitlisted:
-    option: str
-    # Where they stand in the option's waiting list (1: next).
-    place: int
-    position: int
-    event_full: bool = False  # the option had room but the run's overall capacity had none
-
-
-@dataclass(frozen=True)
-class AlreadyIn:
-    option: str
-    status: SignupStatus
-    place: int | None = None
-
-
-@dataclass(frozen=True)
-class Moved:
-    """Signed up in another option than before: the new option's answer, and whom the seat they
-    gave up went to."""
-
-    from_option: str
-    now: Confirmed | Waitlisted
-    promoted: Promotion | None = None
-
-
-@dataclass(frozen=True)
-class Refused:
-    why: RefusedWhy
-    # For ``not_allowed_role``: the roles that may sign up; ``no_such_option``: the options.
-    needed: tuple[str, ...] = ()
-    closes_at: dt.datetime | None = None
-
-
-JoinAnswer = Confirmed | Waitlisted | AlreadyIn | Moved | Refused
-
-
-@dataclass(frozen=True)
-class AlreadyKnown:
-    """The member signed up before (they may have left since) or was imported before: an
-    import leaves them as they are."""
-
-
-ImportAnswer = Confirmed | Waitlisted | AlreadyKnown | Refused
-
-
-@dataclass(frozen=True)
-class Promotion:
-    member_id: str
-    member_name: str
-    option: str
-
-
-@dataclass(frozen=True)
-class Left:
-    option: str
-    was: SignupStatus
-    promoted: Promotion | None = None
-    # Left less than the sign-up's ``late_cancel`` before the start (flagged in the staff log).
-    late: bool = False
-
-
-@dataclass(frozen=True)
-class NotSignedUp:
-    pass
-
-
-LeaveAnswer = Left | NotSignedUp | Refused
-
-
-@dataclass(frozen=True)
-class Signup:
-    member_id: str
-    member_name: str
-    option: str
-    status: SignupStatus
-    position: int
-    joined_at: dt.datetime
-
-
-@dataclass(frozen=True)
-class OptionList:
-    name: str
-    capacity: int | None
-    confirmed: list[Signup] = field(default_factory=list)
-    waitlisted: list[Signup] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class SignupList:
-    run_id: int
-    definition: SignupDefinition
-    options: list[OptionList]
-    starts_at: dt.datetime
-    # ``None``: open until the run ends (``closes: end``).
-    closes_at: dt.datetime | None
-    run_status: RunStatus
-
-    @property
-    def confirmed(self) -> list[Signup]:
-        return sorted((s for o in self.options for s in o.confirmed), key=lambda s: s.position)
-
-    @property
-    def waitlisted(self) -> list[Signup]:
-        return sorted((s for o in self.options for s in o.waitlisted), key=lambda s: s.position)
-
-    def is_closed(self, now: dt.datetime) -> bool:
-        return _closed(self.run_status, self.closes_at, now)
+def versions_of(engine: AsyncEngine) -> VersionCache:
+    """The versions parsed for ``engine``'s database, shared by everything that reads sign-ups."""
+    return _VERSIONS.setdefault(engine, VersionCache())
 
 
 @dataclass(frozen=True)
@@ -176,13 +94,6 @@ class _Run:
         if self.signup.open_until_the_end:
             return None
         return self.starts_at - dt.timedelta(seconds=self.signup.closes_before_start())
-
-
-def _closed(status: RunStatus, closes_at: dt.datetime | None, now: dt.datetime) -> bool:
-    if closes_at is None:
-        return status in RUN_TERMINAL
-    # Past the start (a run started early by hand, too) nobody new signs up.
-    return status != RunStatus.SCHEDULED or now >= closes_at
 
 
 async def _run(conn: AsyncConnection, run_id: int) -> _Run | None:
@@ -242,7 +153,7 @@ def _refusal(
         return Refused(RefusedWhy.NO_SIGNUP)
     if _over(run.status):
         return Refused(RefusedWhy.RUN_OVER)
-    if _closed(run.status, run.closes_at, now):
+    if closed(run.status, run.closes_at, now):
         return Refused(RefusedWhy.CLOSED, closes_at=run.closes_at)
     if option not in run.signup.options:
         return Refused(RefusedWhy.NO_SUCH_OPTION, needed=tuple(run.signup.options))
@@ -483,209 +394,3 @@ async def attendees(engine: AsyncEngine, run_id: int) -> list[str]:
 
 
 # ── Notices ──────────────────────────────────────────────────────────────
-
-
-@dataclass(frozen=True)
-class Notice:
-    id: int
-    run_id: int
-    member_id: str
-    option: str
-    kind: str
-    attempts: int
-
-
-NOTICE_LEASE_SECONDS = 30.0
-
-
-async def claim_notices(
-    engine: AsyncEngine, owner: str, now: dt.datetime, *, limit: int = 20
-) -> list[Notice]:
-    """Undelivered notices, each claimed by ``owner`` for ``NOTICE_LEASE_SECONDS`` (a process
-    that dies holding one leaves it to the next claimer once the lease is over)."""
-    until = now + dt.timedelta(seconds=NOTICE_LEASE_SECONDS)
-    claimed: list[Notice] = []
-    async with engine.connect() as conn:
-        candidates = await sql.open_notices(conn, now, limit)
-    for row in candidates:
-        async with engine.begin() as conn:
-            if not await sql.claim_notice(conn, int(row["id"]), owner, now, until):
-                continue
-        claimed.append(
-            Notice(
-                int(row["id"]),
-                int(row["run_id"]),
-                str(row["member_id"]),
-                str(row["option"]),
-                str(row["kind"]),
-                int(row["attempts"]) + 1,
-            )
-        )
-    return claimed
-
-
-async def settle_notice(
-    engine: AsyncEngine,
-    notice: Notice,
-    owner: str,
-    now: dt.datetime,
-    *,
-    via: str | None = None,
-    error: str | None = None,
-    retry_in: float = 60.0,
-) -> bool:
-    """Delivered ``via`` (``dm`` / ``mention``), or failed with ``error`` (tried again later)."""
-    async with engine.begin() as conn:
-        return await sql.settle_notice(
-            conn,
-            notice.id,
-            owner,
-            now,
-            via=via,
-            error=error,
-            retry_at=None if via else now + dt.timedelta(seconds=retry_in),
-        )
-
-
-# ── The sign-up message (the front end posts and edits it) ─────────────────
-
-
-@dataclass(frozen=True)
-class SignupMessage:
-    run_id: int
-    channel_id: str
-    message_id: str | None
-    digest: str | None
-    closed: bool
-
-
-def _message(row: sql.Row) -> SignupMessage:
-    return SignupMessage(
-        int(row["run_id"]),
-        str(row["channel_id"]),
-        str(row["message_id"]) if row["message_id"] is not None else None,
-        row["digest"],
-        bool(row["closed"]),
-    )
-
-
-async def runs_to_announce(
-    engine: AsyncEngine, after_run_id: int, *, limit: int = 200
-) -> tuple[list[tuple[int, str]], int]:
-    """Runs in flight past ``after_run_id`` whose sign-up names a channel and that have no
-    message yet: (run id, the channel as written); and the last run id looked at."""
-    found: list[tuple[int, str]] = []
-    last = after_run_id
-    async with engine.connect() as conn:
-        rows = await sql.runs_without_message(conn, after_run_id, limit)
-        cache = _VERSIONS.setdefault(engine, VersionCache())
-        for row in rows:
-            last = max(last, int(row["id"]))
-            try:
-                signup = (await cache.get(conn, int(row["version_id"]))).signup
-            except UnreadableDefinition:
-                continue
-            if signup is not None and signup.channel:
-                found.append((int(row["id"]), signup.channel))
-    return found, last
-
-
-async def claim_message(
-    engine: AsyncEngine, run_id: int, channel_id: str, owner: str, now: dt.datetime, *, seconds: float = 60.0
-) -> bool:
-    """Write the message's row before posting it: one process posts it."""
-    async with engine.begin() as conn:
-        return await sql.claim_message(
-            conn, run_id, channel_id, owner, now, now + dt.timedelta(seconds=seconds)
-        )
-
-
-async def reclaim_unposted(
-    engine: AsyncEngine, owner: str, now: dt.datetime, *, seconds: float = 60.0
-) -> list[SignupMessage]:
-    """Rows whose poster died before storing the message id, claimed again by ``owner``."""
-    claimed = []
-    async with engine.connect() as conn:
-        rows = await sql.unposted_messages(conn, now)
-    for row in rows:
-        async with engine.begin() as conn:
-            if await sql.reclaim_unposted(
-                conn, int(row["run_id"]), owner, now, now + dt.timedelta(seconds=seconds)
-            ):
-                claimed.append(_message(row))
-    return claimed
-
-
-class StepClaim(enum.StrEnum):
-    # The run has its message: nothing to post.
-    POSTED = "posted"
-    # The caller holds the row: it posts, where the row says.
-    CLAIMED = "claimed"
-    # Another poster holds a live claim (the booking, posting now): ask again later.
-    BUSY = "busy"
-
-
-async def claim_for_step(
-    engine: AsyncEngine,
-    run_id: int,
-    channel_id: str,
-    claimer: str,
-    now: dt.datetime,
-    *,
-    seconds: float = 60.0,
-) -> tuple[StepClaim, SignupMessage]:
-    """A ``discord.signup`` step's turn at the run's one message. The row is written before the
-    post, as the booking writes it (``claim_message``), so whichever writes it first posts; a
-    retry of the same step (``claimer``) takes its own row back at once, to post again with the
-    run's nonce (Discord answers a repeat with the message posted first)."""
-    until = now + dt.timedelta(seconds=seconds)
-    async with engine.begin() as conn:
-        if await sql.claim_message(conn, run_id, channel_id, claimer, now, until):
-            row = await sql.message_of(conn, run_id)
-            assert row is not None
-            return StepClaim.CLAIMED, _message(row)
-    async with engine.begin() as conn:
-        row = await sql.message_of(conn, run_id)
-        assert row is not None, "a sign-up message row is never deleted while its run exists"
-        if row["message_id"] is not None:
-            return StepClaim.POSTED, _message(row)
-        taken = await sql.take_over_unposted(conn, run_id, claimer, now, until)
-        return (StepClaim.CLAIMED if taken else StepClaim.BUSY), _message(row)
-
-
-async def message_posted(
-    engine: AsyncEngine, run_id: int, message_id: str, digest: str, now: dt.datetime
-) -> None:
-    async with engine.begin() as conn:
-        await sql.message_posted(conn, run_id, message_id, digest, now)
-
-
-async def message_shown(
-    engine: AsyncEngine, run_id: int, digest: str, now: dt.datetime, *, closed: bool
-) -> None:
-    async with engine.begin() as conn:
-        await sql.message_shown(conn, run_id, digest, now, closed=closed)
-
-
-async def open_messages(engine: AsyncEngine) -> list[SignupMessage]:
-    async with engine.connect() as conn:
-        return [_message(row) for row in await sql.open_messages(conn)]
-
-
-async def message_of(engine: AsyncEngine, run_id: int) -> SignupMessage | None:
-    async with engine.connect() as conn:
-        row = await sql.message_of(conn, run_id)
-    return _message(row) if row is not None else None
-
-
-async def event_title(engine: AsyncEngine, run_id: int) -> str | None:
-    """The run's event title, for the message's heading and the notices."""
-    async with engine.connect() as conn:
-        row = await sql.run_for_signup(conn, run_id)
-        if row is None:
-            return None
-        cache = _VERSIONS.setdefault(engine, VersionCache())
-        try:
-            return (await cache.get(conn, int(row["version_id"]))).title
-        except UnreadableDefinition:
-            return None

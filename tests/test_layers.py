@@ -137,3 +137,105 @@ def test_the_run_log_and_the_statements_are_not_in_an_import_cycle() -> None:
     assert path_between(graph, "runner.history", "runner.sql") is not None, "the run log is read through SQL"
     back = path_between(graph, "runner.sql", "runner.history")
     assert back is None, " imports ".join(back or [])
+
+
+# ── The house's shape (issue 27): held here so it outlives the refactor that made it ──
+
+PRODUCT = ("runner", "bridge", "wiring", "actions", "bot", "cli", "rehearsal")
+MODULE_MAX_LINES = 450
+# The only modules that may wake a loop by hand: the loop base itself, and the ticker, which
+# wakes on the bus events it subscribes to. Everything else publishes an event.
+WAKERS = {"bot.background", "bot.ticker"}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in graph:
+                continue
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_bot_has_no_import_cycle() -> None:
+    """The loops once imported ``bot.app`` (for the bot they were handed) while ``bot.app`` built
+    them; each is handed ``bot.background.Background`` now."""
+    assert cycles(import_graph("bot")) == []
+
+
+def test_no_feature_of_the_bot_imports_the_bot() -> None:
+    assert {
+        name: hits
+        for name, hits in (
+            (n, sorted(h for h in imported_names(p) if within(h, "bot.app")))
+            for n, p in modules_of("bot").items()
+        )
+        if hits and within(name, "bot.cogs")
+    } == {}
+
+
+def calls_named(path: Path, names: set[str]) -> list[int]:
+    """Lines of ``path`` that call a method named one of ``names`` (``x.nudge()``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names
+    ]
+
+
+def test_no_loop_is_woken_by_hand_outside_the_loop_base() -> None:
+    """Whoever changes something publishes an event on the runner's bus after its commit; the
+    loops that follow it subscribe. A hand-written ``.nudge()`` (17 of them once) couples the
+    changer to every follower and is forgotten by the next feature."""
+    found = {
+        name: lines
+        for name, path in modules_of("bot").items()
+        if (lines := calls_named(path, {"nudge", "wake"} if name not in WAKERS else {"nudge"}))
+    }
+    assert found == {}
+
+
+def test_the_walker_sees_a_hand_wake(tmp_path: Path) -> None:
+    source = tmp_path / "loop.py"
+    source.write_text("def changed(loop):\n    loop.nudge()\n", encoding="utf-8")
+    assert calls_named(source, {"nudge"}) == [2]
+
+
+def test_no_product_module_is_over_450_lines() -> None:
+    long = {
+        module_name(path): lines
+        for package in PRODUCT
+        for path in (ROOT / package).rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MODULE_MAX_LINES
+    }
+    assert long == {}

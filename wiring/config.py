@@ -19,18 +19,23 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
 from runner import yaml_text
 from runner.db import DEFAULT_URL, DatabaseUrlError, check_url
-from runner.definitions.durations import duration_seconds
 from runner.redaction import Redactor, looks_like_a_discord_token
+from wiring.config_sections import (
+    NUMBER,
+    AnnounceSettings,
+    DiscordEventSettings,
+    RetentionSettings,
+    Strict,
+)
 
 ENV_PREFIX = "EVENTBOT_"
 TOKEN_ENV = "DISCORD_TOKEN"
@@ -49,7 +54,6 @@ REHEARSAL_SPEED_MIN, REHEARSAL_SPEED_MAX = 1.0, 10_000.0
 # Aliases are what definitions write (``channel: announcements``); an all-digit alias would be
 # read as a raw id, and one starting with "#" as the alias after it.
 ALIAS_MAX = 100
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 SECRET_SHOWN = "<a value that looks like a secret, not shown>"
 # A problem repeats what was typed, so a long unbroken run of base64 characters is hidden too: a
@@ -86,7 +90,7 @@ def _snowflake(value: object) -> int:
 
 def _bounded(low: float, high: float, explained: str) -> Any:
     def check(value: object) -> float:
-        if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        if isinstance(value, str) and NUMBER.fullmatch(value.strip()):
             value = float(value.strip())
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(explained)
@@ -135,80 +139,7 @@ Snowflake = Annotated[int, BeforeValidator(_snowflake)]
 Alias = Annotated[str, BeforeValidator(_alias)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class AnnounceSettings(_Strict):
-    # Role aliases (from ``roles``) that an announcement may ping; any other mention is inert.
-    allowed_ping_roles: list[str] = Field(default_factory=list)
-    # Whether ``@everyone`` / ``@here`` written in event text actually ping. Off by default:
-    # a typo in an event definition must not ping a whole community.
-    allow_everyone: bool = False
-
-
-# Discord allows 100 scheduled or active events per guild; the mirror stays well inside that, so
-# staff can still create events of their own by hand.
-MAX_LISTED_MOST = 90
-# Further ahead than this and a week's cron fills the Events tab with occurrences nobody plans for.
-HORIZON_MAX_SECONDS = 90 * 86400.0
-
-
-def _horizon(value: object) -> float:
-    explained = "must be a duration such as 7d, 36h or 90m (at most 90d)"
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise ValueError(explained)
-    try:
-        seconds = duration_seconds(value)
-    except (TypeError, ValueError):
-        raise ValueError(explained) from None
-    if not 0 < seconds <= HORIZON_MAX_SECONDS or not math.isfinite(seconds):
-        raise ValueError(explained)
-    return float(seconds)
-
-
-class DiscordEventSettings(_Strict):
-    # Whether definitions that do not say (no ``discord_event:``) are mirrored.
-    mirror: bool = False
-    # How far ahead occurrences are listed in the server's Events tab.
-    horizon: Annotated[float, BeforeValidator(_horizon)] = 7 * 86400.0
-    # The most occurrences listed at once, nearest first.
-    max_listed: int = Field(default=50, ge=1, le=MAX_LISTED_MOST)
-
-
-# Retention: longer than ten years is "keep everything", which 0 already says; a batch is the
-# most rows one statement deletes (each its own transaction), so it bounds how long a pass holds
-# a lock: below 10 a backlog never drains, above 5,000 a pass could hold a due step up.
-KEEP_DAYS_MAX = 3650.0
-RETENTION_BATCH_MIN, RETENTION_BATCH_MAX = 10, 5000
-
-
-def _keep_days(value: object) -> float:
-    explained = f"must be a number of days from 0 to {KEEP_DAYS_MAX:g} (0 or null: keep everything)"
-    if value is None:
-        return 0.0
-    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
-        value = float(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(explained)
-    if not (0 <= value <= KEEP_DAYS_MAX) or not math.isfinite(value):
-        raise ValueError(explained)
-    return float(value)
-
-
-class RetentionSettings(_Strict):
-    # The run log, steps and reminders of a run that ended longer ago than this are pruned; the
-    # run itself stays, with a summary (who started it, how it ended, when). 0 or null: never.
-    keep_run_log_days: Annotated[float, BeforeValidator(_keep_days)] = 30.0
-    # The most rows one delete statement removes; a pass runs a handful of them.
-    batch: int = Field(default=500, ge=RETENTION_BATCH_MIN, le=RETENTION_BATCH_MAX)
-
-    @property
-    def keep_seconds(self) -> float:
-        return self.keep_run_log_days * 86400.0
-
-
-class Config(_Strict):
+class Config(Strict):
     database_url: Annotated[str, BeforeValidator(_database_url)] = DEFAULT_URL
     # The one guild this bot serves; interactions from any other are refused.
     guild_id: Snowflake | None = None

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from actions import build_registry
 from actions.delivery import Delivery, cue_closer
 from actions.messaging import Describe
+from bridge.threads import RunThreads
 from runner import views
 from runner.bus import RunsChanged
 from runner.catalog import VersionCache
@@ -25,7 +26,6 @@ from runner.engine import Runner, RunnerSettings
 from runner.registry import ActionRegistry
 from runner.signup_desk import SignupDesk
 from runner.signups import RunSignups
-from runner.threads import RunThreads
 
 # The delivery a front end wired in, as its own type (the bot's is a DiscordDelivery).
 D = TypeVar("D", bound=Delivery)

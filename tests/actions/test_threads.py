@@ -11,8 +11,8 @@ from pydantic import ValidationError
 
 from actions.delivery import RecordingDelivery
 from actions.threads import THREAD_NAME_MAX, RecordingThreads, ThreadParams, thread_action
+from bridge.threads import Announced
 from runner.registry import Envelope
-from runner.threads import Announced
 from runner.views import StepContext
 
 CONTEXT = StepContext(

@@ -9,7 +9,8 @@ import pytest
 import sqlalchemy as sa
 
 from actions.delivery import Announcement, Cue, DeliveryError
-from bot.discord_delivery import DiscordDelivery, nonce_for
+from bot.discord_delivery import DiscordDelivery
+from bot.discord_messages import nonce_for
 from runner.schema import steps
 from runner.views import StepContext
 from tests.bot.conftest import Sim, make_config

@@ -13,7 +13,7 @@ from actions.delivery import Cue
 from bot.cogs.control._render import status_embed
 from bot.cogs.cues._render import cue_embed
 from bot.cogs.staff_log._lines import batch_lines
-from bot.discord_delivery import nonce_for
+from bot.discord_messages import nonce_for
 from runner.kinds import Actor
 from runner.views import PhaseView, RunView, StepContext, StepView
 

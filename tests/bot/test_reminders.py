@@ -10,7 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from bot.discord_delivery import nonce_for
+from bot.discord_messages import nonce_for
 from runner.definitions import REMINDERS_PHASE
 from runner.schema import steps
 from runner.views import list_runs

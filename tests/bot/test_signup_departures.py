@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bot.cogs.signups._departures import CHECK_EVERY, MemberDepartures
+from bridge import signup_messages
 from runner import history, signups
 from tests.bot.conftest import Sim
 from tests.bot.test_signups import book, field_values, message_of
@@ -69,7 +70,7 @@ async def test_defect_a_member_who_left_the_server_is_promoted_past_once_with_tw
     assert await listed(sim, run_id) == {str(sim.gm.id): "confirmed"}
     assert await promotions(sim, run_id) == [str(sim.gm.id)]
     async with sim.engine.connect() as conn:
-        notices = await signups.sql.notices_for_run(conn, run_id)
+        notices = await signup_messages.sql.notices_for_run(conn, run_id)
     assert [n["member_id"] for n in notices] == [str(sim.gm.id)]
     dms = [r for r in sim.env.http_requests if r.method == "POST" and r.path == "/users/@me/channels"]
     assert len(dms) == 1

@@ -13,9 +13,10 @@ import pytest
 import sqlalchemy as sa
 
 from bot.cogs.signups._messages import SignupMessages
+from bridge import signup_messages
 from runner import catalog, signups
 from runner.history import Actor
-from runner.schema import signup_messages
+from runner.schema import signup_messages as signup_messages_table
 from tests.bot.conftest import Sim, buttons
 from tests.support.definitions import announce, cue, event, phase, step, wait
 
@@ -68,7 +69,7 @@ def signup_posts(sim: Sim) -> list[Any]:
 
 async def message_rows(sim: Sim) -> list[sa.RowMapping]:
     async with sim.engine.connect() as conn:
-        return list((await conn.execute(sa.select(signup_messages))).mappings())
+        return list((await conn.execute(sa.select(signup_messages_table))).mappings())
 
 
 async def test_the_step_posts_the_sign_up_message_with_working_buttons_and_edits(sim: Sim) -> None:
@@ -144,19 +145,19 @@ async def test_defect_a_restart_after_the_post_before_the_step_ended_posts_no_se
     """The message is posted and its id stored, then the process dies before the step is
     marked done; the retry finds the run's message and posts nothing."""
     await sim.publish(muster())
-    original = signups.message_posted
+    original = signup_messages.message_posted
 
     async def posted_then_dies(*args: Any, **kwargs: Any) -> None:
         await original(*args, **kwargs)
         raise RuntimeError("the process died after storing the message, before the step ended")
 
-    monkeypatch.setattr(signups, "message_posted", posted_then_dies)
+    monkeypatch.setattr(signup_messages, "message_posted", posted_then_dies)
     await sim.mod.slash(sim.staff, "event start", definition="muster")
     assert len(signup_posts(sim)) == 1
     run = await sim.only_run()
     assert run.phases[0].steps[1].status == "pending", "to be retried"
 
-    monkeypatch.setattr(signups, "message_posted", original)
+    monkeypatch.setattr(signup_messages, "message_posted", original)
     await sim.start_bot()
     await sim.env.advance_time(30)
     assert len(signup_posts(sim)) == 1, "the retry found the run's message"

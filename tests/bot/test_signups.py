@@ -14,6 +14,7 @@ from typing import Any
 import simcord
 
 from bot.cogs.live._loop import EDIT_GAP
+from bridge import signup_messages
 from runner import catalog, signups
 from runner.history import Actor
 from tests.bot.conftest import Sim, buttons
@@ -91,9 +92,9 @@ async def test_a_click_is_answered_ephemerally_and_the_list_is_edited(sim: Sim) 
     # The member promoted is told so, by a direct message.
     dms = [r for r in sim.env.http_requests if r.method == "POST" and r.path == "/users/@me/channels"]
     assert len(dms) == 1
-    run_id = (await signups.open_messages(sim.engine))[0].run_id
+    run_id = (await signup_messages.open_messages(sim.engine))[0].run_id
     async with sim.engine.connect() as conn:
-        (notice,) = await signups.sql.notices_for_run(conn, run_id)
+        (notice,) = await signup_messages.sql.notices_for_run(conn, run_id)
     assert (notice["member_id"], notice["delivered_via"]) == (str(sim.gm.id), "dm")
 
 
@@ -322,7 +323,7 @@ async def test_defect_a_member_who_left_the_server_kept_their_seat_while_others_
     await sim.env.advance_time(CHECK_EVERY + 30)
     async with sim.engine.connect() as conn:
         listed = {r["member_id"]: r["status"] for r in await signups.sql.for_run(conn, run_id)}
-        notices = await signups.sql.notices_for_run(conn, run_id)
+        notices = await signup_messages.sql.notices_for_run(conn, run_id)
     assert listed == {str(sim.gm.id): "confirmed"}
     assert [n["member_id"] for n in notices] == [str(sim.gm.id)], "promoted once, and told"
     assert field_values(sim.announcements.last_message)["tank (1/1)"] == f"<@{sim.gm.id}>"

@@ -14,10 +14,10 @@ import discord
 import pytest
 import sqlalchemy as sa
 
+from bridge.threads import RunThreads
 from runner import catalog, signups
 from runner.history import Actor
 from runner.schema import attendee_grants, run_threads, thread_members
-from runner.threads import RunThreads
 from tests.bot.conftest import Sim, make_config
 from tests.support.definitions import announce, event, phase, step, wait
 

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 import discord
 import pytest
 
-from bot.discord_delivery import EMBED, SEND
+from bot.discord_messages import EMBED, SEND
 from cli.common import EXIT_FAILED, EXIT_USAGE
 from tests.cli.conftest import EXAMPLE_CONFIG, EXAMPLES, Cli, definition, write_yaml
 from tests.support.definitions import announce, wait

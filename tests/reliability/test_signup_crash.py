@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from bridge import signup_messages
 from runner import signups
 from runner.db import create_engine
 from runner.schema import signup_notices, signup_pools
@@ -131,9 +132,9 @@ async def test_a_process_killed_after_the_leave_committed_leaves_one_promotion_a
     try:
         # The member clicking Leave again (no answer reached them) changes nothing.
         assert await signups.leave(engine, run_id, *LEAVER, T0) == NotSignedUp()
-        (claimed,) = await signups.claim_notices(engine, "survivor", T0)
+        (claimed,) = await signup_messages.claim_notices(engine, "survivor", T0)
         assert claimed.member_id == WAITING[0]
-        assert await signups.settle_notice(engine, claimed, "survivor", T0, via="dm")
-        assert await signups.claim_notices(engine, "survivor", T0) == []
+        assert await signup_messages.settle_notice(engine, claimed, "survivor", T0, via="dm")
+        assert await signup_messages.claim_notices(engine, "survivor", T0) == []
     finally:
         await engine.dispose()

@@ -1,4 +1,4 @@
-"""``runner.attendee_roles`` and ``runner.threads`` on both backends: who should hold an
+"""``bridge.attendee_roles`` and ``bridge.threads`` on both backends: who should hold an
 attendee role (confirmed in a live, non-rehearsal run whose sign-up names it; a role two runs
 share kept while either holds the member), the grants recorded once, and a run's threads: the
 announcement they go on, recorded once however often, archived only once the run has ended, and
@@ -11,12 +11,13 @@ import datetime as dt
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from runner import attendee_roles, catalog, signups, threads
-from runner.attendee_roles import Grant
+from bridge import attendee_roles, threads
+from bridge.attendee_roles import Grant
+from bridge.threads import Announced, MembershipChanges, RunThreads
+from runner import catalog, signups
 from runner.clock import ManualClock
 from runner.schema import runs, steps
 from runner.states import StepStatus
-from runner.threads import Announced, MembershipChanges, RunThreads
 from tests.signups.booking import STARTS, T0, book, member
 
 ROLE_IDS = {"raiders": 444_444_444_444_444_444}

@@ -11,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bridge import signup_messages
 from runner import signups
 from runner.db import CONFLICTS, create_engine
 from runner.schema import signup_pools
@@ -140,7 +141,7 @@ async def test_leaves_and_joins_at_once_never_leave_a_seat_free_while_someone_wa
     # The waiting list is served in position order: everyone seated clicked before everyone waiting.
     assert max(s.position for s in listed.confirmed) < min(s.position for s in listed.waitlisted)
     async with engine.connect() as conn:
-        notices = await signups.sql.notices_for_run(conn, run_id)
+        notices = await signup_messages.sql.notices_for_run(conn, run_id)
     assert sorted(n["member_id"] for n in notices) == sorted(p.member_id for p in promotions)
     assert len({n["member_id"] for n in notices}) == len(notices)
 
@@ -177,7 +178,7 @@ async def test_a_departure_seen_by_two_processes_at_once_promotes_once(
         assert [s.member_id for s in listed.confirmed] == [member(1)[0]]
         assert [s.member_id for s in listed.waitlisted] == [member(2)[0]]
         async with engine.connect() as conn:
-            notices = await signups.sql.notices_for_run(conn, run_id)
+            notices = await signup_messages.sql.notices_for_run(conn, run_id)
             logged = await history.entries_for_run(conn, run_id)
         assert [n["member_id"] for n in notices] == [member(1)[0]]
         assert len([e for e in logged if isinstance(e.event, history.SignupPromoted)]) == 1

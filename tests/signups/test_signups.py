@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bridge import signup_messages
 from runner import signups
 from runner.schema import signup_notices, signup_pools
 from runner.signups import AlreadyIn, Confirmed, Left, Moved, NotSignedUp, Refused, RefusedWhy, Waitlisted
@@ -235,18 +236,20 @@ async def test_a_notice_is_claimed_by_one_process_and_retried_after_a_failure(en
     await join(engine, run_id, 1, "tank")
     await join(engine, run_id, 2, "tank")
     await leave(engine, run_id, 1)
-    (notice,) = await signups.claim_notices(engine, "a", T0)
+    (notice,) = await signup_messages.claim_notices(engine, "a", T0)
     assert (notice.member_id, notice.option, notice.attempts) == (member(2)[0], "tank", 1)
-    assert await signups.claim_notices(engine, "b", T0) == [], "a live lease keeps it from a second claimer"
-    assert await signups.settle_notice(engine, notice, "a", T0, error="Discord is down", retry_in=10)
-    assert await signups.claim_notices(engine, "b", T0 + dt.timedelta(seconds=5)) == []
-    (again,) = await signups.claim_notices(engine, "b", T0 + dt.timedelta(seconds=10))
+    assert await signup_messages.claim_notices(engine, "b", T0) == [], (
+        "a live lease keeps it from a second claimer"
+    )
+    assert await signup_messages.settle_notice(engine, notice, "a", T0, error="Discord is down", retry_in=10)
+    assert await signup_messages.claim_notices(engine, "b", T0 + dt.timedelta(seconds=5)) == []
+    (again,) = await signup_messages.claim_notices(engine, "b", T0 + dt.timedelta(seconds=10))
     assert again.attempts == 2
     # The first holder's late answer is refused: the lease is b's now.
-    assert not await signups.settle_notice(engine, notice, "a", T0, via="dm")
-    assert await signups.settle_notice(engine, again, "b", T0, via="mention")
+    assert not await signup_messages.settle_notice(engine, notice, "a", T0, via="dm")
+    assert await signup_messages.settle_notice(engine, again, "b", T0, via="mention")
     later = T0 + dt.timedelta(hours=1)
-    assert await signups.claim_notices(engine, "c", later) == []
+    assert await signup_messages.claim_notices(engine, "c", later) == []
     (row,) = await notices(engine)
     assert (row["delivered_via"], row["attempts"]) == ("mention", 2)
 

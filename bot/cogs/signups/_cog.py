@@ -12,7 +12,7 @@ the message's list is then brought up to date by the loop, coalesced.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import discord
 from discord.ext import commands
@@ -21,12 +21,9 @@ from bot.cogs.signups._view import LEAVE, custom_id, join_answer, leave_answer
 from bot.custom_ids import SignupPress
 from bot.errors import reply_to_error, send_ephemeral
 from bot.permissions import wrong_guild
-from bot.protocols import served
+from bot.protocols import Served, served
+from bridge import signup_messages
 from runner import signups
-
-if TYPE_CHECKING:
-    from bot.app import EventBot
-
 
 NOT_THIS_MESSAGE = "This button does not belong to this run's sign-up message; nothing was done."
 
@@ -58,17 +55,17 @@ class SignupButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], t
 
     async def callback(self, interaction: discord.Interaction) -> None:
         try:
-            await click(interaction.client, interaction, self.run_id, self.choice)  # type: ignore[arg-type]
+            await click(served(interaction), interaction, self.run_id, self.choice)
         except Exception as exc:
             await reply_to_error(interaction, exc)
 
 
-async def click(bot: EventBot, interaction: discord.Interaction, run_id: int, choice: str) -> None:
+async def click(bot: Served, interaction: discord.Interaction, run_id: int, choice: str) -> None:
     # Acknowledged first, so the answer is in time whatever the database takes.
     await interaction.response.defer(ephemeral=True, thinking=True)
     # The custom id is the client's to write: the run it names must be the one this message was
     # posted for, or a forged press would sign a member up to any run.
-    posted = await signups.message_of(bot.engine, run_id)
+    posted = await signup_messages.message_of(bot.services.engine, run_id)
     message = interaction.message
     if posted is None or message is None or posted.message_id != str(message.id):
         await interaction.followup.send(NOT_THIS_MESSAGE, ephemeral=True)
@@ -76,7 +73,7 @@ async def click(bot: EventBot, interaction: discord.Interaction, run_id: int, ch
     member = interaction.user
     held = bot.config.aliases_held(r.id for r in getattr(member, "roles", ()))
     mentions = {alias: f"<@&{role_id}>" for alias, role_id in bot.config.roles.items()}
-    now = bot.clock.now()
+    now = bot.services.clock.now()
     name = member.display_name
     answer: signups.JoinAnswer | signups.LeaveAnswer
     # The desk publishes the change once committed: the message, roles and thread follow.

@@ -32,6 +32,7 @@ from bot.background import Background, LeasedLoop
 from bot.cogs.signups._departures import MemberDepartures
 from bot.cogs.signups._view import NO_MENTIONS, digest, promoted_text, signup_embed, signup_view
 from bot.work_lease import WorkLease
+from bridge import signup_messages
 from runner import signups
 from runner.bus import LogGrew, SignupsChanged
 from runner.signup_desk import SignupDesk
@@ -90,7 +91,7 @@ class SignupMessages(LeasedLoop):
 
     async def _book(self) -> None:
         now = self.kit.clock.now()
-        found, self.after_run_id = await signups.runs_to_announce(self.kit.engine, self.after_run_id)
+        found, self.after_run_id = await signup_messages.runs_to_announce(self.kit.engine, self.after_run_id)
         for run_id, ref in found:
             channel = self._channel(ref)
             if channel is None:
@@ -99,9 +100,10 @@ class SignupMessages(LeasedLoop):
                     f"sign-ups: channel {ref!r} cannot be found; run {run_id} has no message",
                 )
                 continue
-            if await signups.claim_message(self.kit.engine, run_id, str(channel.id), self.kit.owner, now):  # type: ignore[attr-defined]
+            channel_id = str(channel.id)  # type: ignore[attr-defined]
+            if await signup_messages.claim_message(self.kit.engine, run_id, channel_id, self.kit.owner, now):
                 await self._post_guarded(channel, run_id)
-        for row in await signups.reclaim_unposted(self.kit.engine, self.kit.owner, now):
+        for row in await signup_messages.reclaim_unposted(self.kit.engine, self.kit.owner, now):
             channel = self._channel(row.channel_id)
             if channel is not None:
                 await self._post_guarded(channel, row.run_id)
@@ -119,7 +121,7 @@ class SignupMessages(LeasedLoop):
         listed = await signups.listing(self.kit.engine, run_id)
         if listed is None:
             return None
-        title = await signups.event_title(self.kit.engine, run_id) or "event"
+        title = await signup_messages.event_title(self.kit.engine, run_id) or "event"
         now = self.kit.clock.now()
         embed, view = signup_embed(listed, title, now), signup_view(listed, now)
         over = listed.run_status in RUN_TERMINAL
@@ -141,7 +143,9 @@ class SignupMessages(LeasedLoop):
             nonce=signup_nonce(run_id),
             allowed_mentions=NO_MENTIONS,
         )
-        await signups.message_posted(self.kit.engine, run_id, str(message.id), shown, self.kit.clock.now())
+        await signup_messages.message_posted(
+            self.kit.engine, run_id, str(message.id), shown, self.kit.clock.now()
+        )
         return message
 
     async def post_for_step(
@@ -153,17 +157,17 @@ class SignupMessages(LeasedLoop):
         as Discord refuses; a claim another poster holds is ``DeliveryError`` transient."""
         engine = self.kit.engine
         claimer = f"step {step_id}"
-        state, row = await signups.claim_for_step(
+        state, row = await signup_messages.claim_for_step(
             engine,
             run_id,
             str(channel.id),  # type: ignore[attr-defined]
             claimer,
             self.kit.clock.now(),
         )
-        if state is signups.StepClaim.POSTED:
+        if state is signup_messages.StepClaim.POSTED:
             assert row.message_id is not None
             return SignupPosted(self._where(row.channel_id, row.message_id), created=False)
-        if state is signups.StepClaim.BUSY:
+        if state is signup_messages.StepClaim.BUSY:
             raise DeliveryError(
                 f"run {run_id}'s sign-up message is being posted by another process", transient=True
             )
@@ -185,7 +189,7 @@ class SignupMessages(LeasedLoop):
 
     async def _edit_all(self, interval: float) -> float:
         delay = interval
-        for row in await signups.open_messages(self.kit.engine):
+        for row in await signup_messages.open_messages(self.kit.engine):
             wait = self.sent_at.get(row.run_id, float("-inf")) + EDIT_GAP - self._now()
             rendered = await self._render(row.run_id)
             if rendered is None:
@@ -193,7 +197,7 @@ class SignupMessages(LeasedLoop):
             embed, view, shown, over = rendered
             if shown == row.digest:
                 if over:
-                    await signups.message_shown(
+                    await signup_messages.message_shown(
                         self.kit.engine, row.run_id, shown, self.kit.clock.now(), closed=True
                     )
                 continue
@@ -217,20 +221,22 @@ class SignupMessages(LeasedLoop):
                 )
                 continue
             self.edits += 1
-            await signups.message_shown(self.kit.engine, row.run_id, shown, self.kit.clock.now(), closed=over)
+            await signup_messages.message_shown(
+                self.kit.engine, row.run_id, shown, self.kit.clock.now(), closed=over
+            )
         return delay
 
     async def _notify(self) -> None:
         now = self.kit.clock.now()
-        for notice in await signups.claim_notices(self.kit.engine, self.kit.owner, now):
+        for notice in await signup_messages.claim_notices(self.kit.engine, self.kit.owner, now):
             via, error = await self._deliver(notice)
-            await signups.settle_notice(
+            await signup_messages.settle_notice(
                 self.kit.engine, notice, self.kit.owner, self.kit.clock.now(), via=via, error=error
             )
 
-    async def _deliver(self, notice: signups.Notice) -> tuple[str | None, str | None]:
+    async def _deliver(self, notice: signup_messages.Notice) -> tuple[str | None, str | None]:
         listed = await signups.listing(self.kit.engine, notice.run_id)
-        title = await signups.event_title(self.kit.engine, notice.run_id) or "the event"
+        title = await signup_messages.event_title(self.kit.engine, notice.run_id) or "the event"
         text = promoted_text(title, notice.option, listed.starts_at if listed else None)
         member_id = int(notice.member_id)
         try:
@@ -243,7 +249,7 @@ class SignupMessages(LeasedLoop):
         except discord.HTTPException as exc:
             return None, f"Discord refused the DM: {exc.status} {exc.text}"[:500]
         # Their DMs are closed: a mention where the sign-up is, which pings them alone.
-        message = await signups.message_of(self.kit.engine, notice.run_id)
+        message = await signup_messages.message_of(self.kit.engine, notice.run_id)
         channel = self._channel(message.channel_id) if message is not None else None
         if channel is None:
             return None, "their DMs are closed and the sign-up message's channel cannot be found"

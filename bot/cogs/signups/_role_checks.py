@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import discord
 
+from bot.discord_messages import permission_name
 from wiring.attendee_role_rule import live_refusal
 from wiring.config import Config
 
@@ -72,3 +73,27 @@ def unsafe_problem(client: discord.Client, config: Config, alias: str) -> str | 
     guild = client.get_guild(config.guild_id) if config.guild_id is not None else None
     role = guild.get_role(role_id) if guild is not None and role_id is not None else None
     return unsafe(config, role) if role is not None else None
+
+
+def attendee_role_problems(guild: discord.Guild | None, config: Config, alias: str) -> list[str]:
+    """What granting ``alias`` to attendees would hit: Manage Roles, and a role below the bot's
+    own highest (Discord refuses any other). Preflight asks before a start."""
+    role_id = config.roles.get(alias)
+    if role_id is None:
+        return [f"attendee role {alias!r} is not one of the role aliases in config (roles)"]
+    if guild is None or guild.me is None:
+        return [f"cannot check attendee role {alias!r}: the bot is not connected to its server"]
+    role = guild.get_role(role_id)
+    if role is None:
+        return [f"attendee role {alias!r} ({role_id}) does not exist in this server"]
+    problems = []
+    if not guild.me.guild_permissions.manage_roles:
+        problems.append(
+            f"the bot lacks {permission_name('manage_roles')}, so attendee role @{role.name} cannot be given"
+        )
+    if role >= guild.me.top_role or role.managed:
+        problems.append(
+            f"attendee role @{role.name} is not below the bot's highest role (@{guild.me.top_role.name}): "
+            "move the bot's role above it in Server Settings → Roles"
+        )
+    return problems

@@ -1,6 +1,6 @@
 """Gives an event's ``attendee_role`` to its confirmed attendees and takes it back.
 
-The reconcile of ``runner.attendee_roles``, in a loop of its own (woken after every tick and
+The reconcile of ``bridge.attendee_roles``, in a loop of its own (woken after every tick and
 sign-up change) held
 by one process (the ``attendee-roles`` lease): each pass asks what to add and what to remove,
 and sends ``PUT`` / ``DELETE /guilds/{g}/members/{u}/roles/{r}``. Both requests are idempotent
@@ -32,8 +32,8 @@ from bot import discord_rest
 from bot.background import Background, LeasedLoop
 from bot.cogs.signups._role_checks import GONE, UNMANAGEABLE, UNSAFE, Blocked, blocked
 from bot.work_lease import WorkLease
-from runner import attendee_roles
-from runner.attendee_roles import Grant
+from bridge import attendee_roles
+from bridge.attendee_roles import Grant
 from runner.bus import LogGrew, SignupsChanged
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ confirm, taken out when they leave or move to the waiting list) and archived whe
 
 A loop of its own (``bot.background.LeasedLoop``, woken after every tick and sign-up change), as the live run messages are, so
 a refused or slow request never holds up a run; only the process holding the ``event-threads``
-lease does it. What is done is in the database (``runner.threads``): an attendee added is
+lease does it. What is done is in the database (``bridge.threads``): an attendee added is
 recorded, one taken out is unrecorded, a thread archived is marked, so a restart neither repeats
 nor forgets. The requests are idempotent at Discord too, so one repeated after a crash between
 the answer and the record changes nothing. Only members the bot added are taken out, and only
@@ -26,9 +26,9 @@ import discord
 from bot import discord_rest
 from bot.background import Background, LeasedLoop
 from bot.work_lease import WorkLease
-from runner import threads
+from bridge import threads
+from bridge.threads import RunThread
 from runner.bus import LogGrew, SignupsChanged
-from runner.threads import RunThread
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 threads started, for the bot to keep to the run's confirmed attendees and archive when the run
 ends.
 
-Membership is reconciled as the attendee role is (``runner.attendee_roles``): the members who
+Membership is reconciled as the attendee role is (``bridge.attendee_roles``): the members who
 should be in a thread are the run's confirmed attendees; the recorded members are those Discord
 accepted the bot adding and has not yet accepted it taking out. A front end adds the first not
 recorded and removes the recorded no longer confirmed (a leave, a move to the waiting list),
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bridge.sql import threads as sql
 from runner import signups
 from runner.clock import Clock
-from runner.sql import threads as sql
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bridge.sql import attendee_roles as sql
 from runner.catalog import VersionCache
 from runner.clock import Clock
 from runner.errors import UnreadableDefinition
-from runner.sql import attendee_roles as sql
 
 
 @dataclass(frozen=True, order=True)

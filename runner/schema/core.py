@@ -1,7 +1,7 @@
-"""The runner's tables, as SQLAlchemy Core metadata.
+"""The engine's tables (definitions, versions, runs, steps, the run log, processes) and those of
+the Discord-shaped services that every run has (listings, live messages, claims, leases).
 
-One module for the whole schema so that a reader sees every column, enum, default and index
-in one place; the statements that read and write these tables live next to them in
+The statements that read and write these tables live next to them in
 ``runner/sql/`` (one module per table group), or, for the tables only the Discord-shaped services
 use (listings, live messages, external claims and work leases), in ``bridge/sql/``. Those tables
 are still the store's: one schema, one migration history, and retention deletes their rows with
@@ -36,8 +36,6 @@ from runner.states import (
     Health,
     OnFailure,
     RunStatus,
-    SignupImport,
-    SignupStatus,
     StepStatus,
 )
 
@@ -62,27 +60,23 @@ __all__ = [
     "run_log",
     "run_summaries",
     "runs",
-    "signup_messages",
-    "signup_notices",
-    "signup_pools",
-    "signups",
     "steps",
     "versions",
     "work_leases",
 ]
 
 
-def _utc_datetime() -> sa.types.TypeEngine[dt.datetime]:
+def utc_datetime() -> sa.types.TypeEngine[dt.datetime]:
     """Naive-UTC datetime with microseconds on every backend."""
     return sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
 
 
-def _big_id() -> sa.types.TypeEngine[int]:
+def big_id() -> sa.types.TypeEngine[int]:
     # SQLite only auto-increments an ``INTEGER PRIMARY KEY``; MariaDB gets a BIGINT.
     return sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
-def _enum(name: str, values: type[enum.StrEnum]) -> sa.Enum:
+def db_enum(name: str, values: type[enum.StrEnum]) -> sa.Enum:
     # Native ENUM on MariaDB ("is `missed` a legal value" is part of the contract); a VARCHAR
     # with a CHECK on SQLite so a typo in a status is refused there too. Built from the stored
     # strings, in declaration order, so rows read back as plain strings equal to the enums.
@@ -99,9 +93,9 @@ definitions = sa.Table(
     sa.Column("current_version_id", sa.Integer, nullable=True),
     # Occurrences of a once/cron schedule are materialised ahead of time up to this instant, so
     # a tick only works out the ones after it instead of re-inserting every one every tick.
-    sa.Column("materialised_until", _utc_datetime(), nullable=True),
-    sa.Column("created_at", _utc_datetime(), nullable=False),
-    sa.Column("updated_at", _utc_datetime(), nullable=False),
+    sa.Column("materialised_until", utc_datetime(), nullable=True),
+    sa.Column("created_at", utc_datetime(), nullable=False),
+    sa.Column("updated_at", utc_datetime(), nullable=False),
     sa.UniqueConstraint("key", name="uq_evdef_key"),
 )
 
@@ -122,14 +116,14 @@ versions = sa.Table(
     sa.Column("spec", sa.JSON, nullable=False),
     sa.Column("source", sa.String(500), nullable=True),
     sa.Column("published_by", sa.String(100), nullable=True),
-    sa.Column("published_at", _utc_datetime(), nullable=False),
+    sa.Column("published_at", utc_datetime(), nullable=False),
     sa.UniqueConstraint("definition_id", "version", name="uq_evver_number"),
 )
 
 runs = sa.Table(
     "event_runs",
     metadata,
-    sa.Column("id", _big_id(), primary_key=True, autoincrement=True),
+    sa.Column("id", big_id(), primary_key=True, autoincrement=True),
     sa.Column(
         "definition_id",
         sa.Integer,
@@ -141,33 +135,33 @@ runs = sa.Table(
     ),
     sa.Column("scope", sa.String(190), nullable=False, server_default=""),
     sa.Column(
-        "status", _enum("run_status", RunStatus), nullable=False, server_default=RunStatus.SCHEDULED.value
+        "status", db_enum("run_status", RunStatus), nullable=False, server_default=RunStatus.SCHEDULED.value
     ),
-    sa.Column("health", _enum("run_health", Health), nullable=False, server_default=Health.OK.value),
+    sa.Column("health", db_enum("run_health", Health), nullable=False, server_default=Health.OK.value),
     sa.Column("current_phase", sa.String(64), nullable=True),
-    sa.Column("scheduled_for", _utc_datetime(), nullable=False),
+    sa.Column("scheduled_for", utc_datetime(), nullable=False),
     # The moment of the schedule this run is the occurrence of, and the column the occurrence key
     # holds; NULL for a manual start, which is no occurrence (any number of NULLs pass a unique
     # index on both backends), so starts never collide and scheduled occurrences still do.
-    sa.Column("occurrence_at", _utc_datetime(), nullable=True),
+    sa.Column("occurrence_at", utc_datetime(), nullable=True),
     sa.Column("concurrency_key", sa.String(190), nullable=True),
     sa.Column("rehearsal", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("started_by", sa.String(100), nullable=True),
-    sa.Column("started_at", _utc_datetime(), nullable=True),
-    sa.Column("ended_at", _utc_datetime(), nullable=True),
+    sa.Column("started_at", utc_datetime(), nullable=True),
+    sa.Column("ended_at", utc_datetime(), nullable=True),
     sa.Column("claimed_by", sa.String(64), nullable=True),
-    sa.Column("claim_expires_at", _utc_datetime(), nullable=True),
+    sa.Column("claim_expires_at", utc_datetime(), nullable=True),
     sa.Column("last_error", sa.String(500), nullable=True),
     # When the tick should next look at this run; NULL when nothing the tick can do will move it
     # (parked on a cue, paused, ended). The tick's due query reads only this index, which keeps
     # a tick over ten thousand dormant runs as cheap as one over ten.
-    sa.Column("wake_at", _utc_datetime(), nullable=True),
+    sa.Column("wake_at", utc_datetime(), nullable=True),
     # A wait at the very end of a phase holds the first step of the next phase, which does not
     # exist yet; the hold waits here until that phase is materialised.
-    sa.Column("held_until", _utc_datetime(), nullable=True),
+    sa.Column("held_until", utc_datetime(), nullable=True),
     # The run holding our concurrency key when we last looked: `run.blocked` is logged when this
     # changes, not on every tick.
-    sa.Column("blocked_by", _big_id(), nullable=True),
+    sa.Column("blocked_by", big_id(), nullable=True),
     # The concurrency key while this run holds it, NULL otherwise. Its unique index, not the
     # check before the claim, is what stops two runners starting two holders of one key at once.
     sa.Column("concurrency_slot", sa.String(190), nullable=True),
@@ -175,8 +169,8 @@ runs = sa.Table(
     # run with the wake time it worked out only if nobody nudged it meanwhile; otherwise a GM's
     # confirm landing mid-tick would be overwritten by "parked, nothing to do".
     sa.Column("nudges", sa.Integer, nullable=False, server_default=sa.text("0")),
-    sa.Column("created_at", _utc_datetime(), nullable=False),
-    sa.Column("updated_at", _utc_datetime(), nullable=False),
+    sa.Column("created_at", utc_datetime(), nullable=False),
+    sa.Column("updated_at", utc_datetime(), nullable=False),
     sa.UniqueConstraint("definition_id", "scope", "occurrence_at", name="uq_evrun_occurrence"),
     sa.UniqueConstraint("concurrency_slot", name="uq_evrun_concurrency_slot"),
     sa.Index("idx_evrun_due", "status", "scheduled_for"),
@@ -193,8 +187,8 @@ runs = sa.Table(
 steps = sa.Table(
     "event_run_steps",
     metadata,
-    sa.Column("id", _big_id(), primary_key=True, autoincrement=True),
-    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evstep_run"), nullable=False),
+    sa.Column("id", big_id(), primary_key=True, autoincrement=True),
+    sa.Column("run_id", big_id(), sa.ForeignKey("event_runs.id", name="fk_evstep_run"), nullable=False),
     sa.Column("phase", sa.String(64), nullable=False),
     sa.Column("seq", sa.Integer, nullable=False),
     sa.Column("label", sa.String(200), nullable=True),
@@ -202,19 +196,19 @@ steps = sa.Table(
     sa.Column("params", sa.JSON, nullable=True),
     sa.Column("action_version", sa.Integer, nullable=False, server_default=sa.text("1")),
     sa.Column(
-        "status", _enum("step_status", StepStatus), nullable=False, server_default=StepStatus.PENDING.value
+        "status", db_enum("step_status", StepStatus), nullable=False, server_default=StepStatus.PENDING.value
     ),
-    sa.Column("due_at", _utc_datetime(), nullable=True),
+    sa.Column("due_at", utc_datetime(), nullable=True),
     sa.Column("attempts", sa.Integer, nullable=False, server_default=sa.text("0")),
     sa.Column(
         "on_failure",
-        _enum("step_on_failure", OnFailure),
+        db_enum("step_on_failure", OnFailure),
         nullable=False,
         server_default=OnFailure.PAUSE.value,
     ),
     sa.Column("idempotency_key", sa.String(40), nullable=False),
     sa.Column("claimed_by", sa.String(64), nullable=True),
-    sa.Column("claim_expires_at", _utc_datetime(), nullable=True),
+    sa.Column("claim_expires_at", utc_datetime(), nullable=True),
     sa.Column("last_error", sa.String(500), nullable=True),
     # What the action reported back (e.g. where a cue was posted, so it can be edited later).
     sa.Column("result", sa.JSON, nullable=True),
@@ -223,10 +217,10 @@ steps = sa.Table(
     sa.Column("settled_by_id", sa.String(64), nullable=True),
     sa.Column("settled_by_name", sa.String(100), nullable=True),
     sa.Column("note", sa.String(500), nullable=True),
-    sa.Column("started_at", _utc_datetime(), nullable=True),
-    sa.Column("finished_at", _utc_datetime(), nullable=True),
-    sa.Column("created_at", _utc_datetime(), nullable=False),
-    sa.Column("updated_at", _utc_datetime(), nullable=False),
+    sa.Column("started_at", utc_datetime(), nullable=True),
+    sa.Column("finished_at", utc_datetime(), nullable=True),
+    sa.Column("created_at", utc_datetime(), nullable=False),
+    sa.Column("updated_at", utc_datetime(), nullable=False),
     sa.UniqueConstraint("run_id", "phase", "seq", name="uq_evstep_slot"),
     sa.Index("idx_evstep_due", "status", "due_at"),
     # The reclaim scans expired leases; parked steps (NULL lease) must not cost it anything.
@@ -236,15 +230,15 @@ steps = sa.Table(
 run_log = sa.Table(
     "event_run_log",
     metadata,
-    sa.Column("id", _big_id(), primary_key=True, autoincrement=True),
-    sa.Column("run_id", _big_id(), nullable=False),
-    sa.Column("step_id", _big_id(), nullable=True),
+    sa.Column("id", big_id(), primary_key=True, autoincrement=True),
+    sa.Column("run_id", big_id(), nullable=False),
+    sa.Column("step_id", big_id(), nullable=True),
     sa.Column("kind", sa.String(48), nullable=False),
     # Who did it by hand (``history.Actor``); NULL for the tick.
     sa.Column("actor_id", sa.String(64), nullable=True),
     sa.Column("actor_name", sa.String(100), nullable=True),
     sa.Column("detail", sa.JSON, nullable=True),
-    sa.Column("at", _utc_datetime(), nullable=False),
+    sa.Column("at", utc_datetime(), nullable=False),
     sa.Index("idx_evlog_run", "run_id", "id"),
 )
 
@@ -253,7 +247,7 @@ listings = sa.Table(
     metadata,
     # One row per occurrence mirrored as a Discord scheduled event. The row is written before
     # the create request, so its primary key is what stops two processes creating two events.
-    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evlist_run"), primary_key=True),
+    sa.Column("run_id", big_id(), sa.ForeignKey("event_runs.id", name="fk_evlist_run"), primary_key=True),
     # The Discord event's id, once Discord has answered the create.
     sa.Column("external_id", sa.String(32), nullable=True),
     # sha256 of the last state Discord accepted, and its status (scheduled, active, completed,
@@ -262,11 +256,11 @@ listings = sa.Table(
     sa.Column("pushed", sa.String(64), nullable=True),
     sa.Column("pushed_status", sa.String(16), nullable=True),
     sa.Column("claimed_by", sa.String(64), nullable=True),
-    sa.Column("claim_expires_at", _utc_datetime(), nullable=True),
+    sa.Column("claim_expires_at", utc_datetime(), nullable=True),
     sa.Column("attempts", sa.Integer, nullable=False, server_default=sa.text("0")),
     sa.Column("last_error", sa.String(500), nullable=True),
-    sa.Column("created_at", _utc_datetime(), nullable=False),
-    sa.Column("updated_at", _utc_datetime(), nullable=False),
+    sa.Column("created_at", utc_datetime(), nullable=False),
+    sa.Column("updated_at", utc_datetime(), nullable=False),
     # The start-up reconcile and the "how many are listed" count read open listings only.
     sa.Index("idx_evlist_status", "pushed_status"),
     # Failed pushes are retried when their back-off lease runs out.
@@ -282,7 +276,7 @@ live_messages = sa.Table(
     # One row per run followed by a live message in the staff channel. The row is written
     # (claimed) before the message is posted, so its primary key is what stops two processes
     # posting two live messages for one run.
-    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evlive_run"), primary_key=True),
+    sa.Column("run_id", big_id(), sa.ForeignKey("event_runs.id", name="fk_evlive_run"), primary_key=True),
     sa.Column("channel_id", sa.String(32), nullable=False),
     # The Discord message, once Discord has answered the post; NULL again when it was deleted.
     sa.Column("message_id", sa.String(32), nullable=True),
@@ -295,9 +289,9 @@ live_messages = sa.Table(
     # Set with the edit that shows how the run ended; the message is never looked at again.
     sa.Column("closed", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("claimed_by", sa.String(64), nullable=True),
-    sa.Column("claim_expires_at", _utc_datetime(), nullable=True),
-    sa.Column("created_at", _utc_datetime(), nullable=False),
-    sa.Column("updated_at", _utc_datetime(), nullable=False),
+    sa.Column("claim_expires_at", utc_datetime(), nullable=True),
+    sa.Column("created_at", utc_datetime(), nullable=False),
+    sa.Column("updated_at", utc_datetime(), nullable=False),
     # The start-up reconcile reads the open messages only.
     sa.Index("idx_evlive_closed", "closed"),
 )
@@ -312,13 +306,13 @@ processes = sa.Table(
     sa.Column("owner", sa.String(64), primary_key=True),
     sa.Column("host", sa.String(64), nullable=False),
     sa.Column("pid", sa.Integer, nullable=False),
-    sa.Column("started_at", _utc_datetime(), nullable=False),
-    sa.Column("last_seen", _utc_datetime(), nullable=False),
+    sa.Column("started_at", utc_datetime(), nullable=False),
+    sa.Column("last_seen", utc_datetime(), nullable=False),
     # Its own tick interval: each row is judged alive by its own rhythm.
     sa.Column("interval_ms", sa.Integer, nullable=False),
     # The last tick, the most any tick since the previous heartbeat started after it was due,
     # and the longest of those ticks (whole milliseconds: one type on both backends).
-    sa.Column("last_tick_at", _utc_datetime(), nullable=True),
+    sa.Column("last_tick_at", utc_datetime(), nullable=True),
     sa.Column("tick_lag_ms", sa.Integer, nullable=True),
     sa.Column("tick_ms", sa.Integer, nullable=True),
 )
@@ -329,10 +323,10 @@ run_summaries = sa.Table(
     # One row per ended run whose run log and steps retention prunes, written before the first
     # row is deleted: what people still want to know of an old run once its history is gone.
     # The run's own row stays (its status, scheduled, start and end times, last error).
-    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evsum_run"), primary_key=True),
+    sa.Column("run_id", big_id(), sa.ForeignKey("event_runs.id", name="fk_evsum_run"), primary_key=True),
     # A copy of the run's ``ended_at``: the newest one summarised is where the next pass
     # resumes, read from this index rather than found again among every ended run.
-    sa.Column("ended_at", _utc_datetime(), nullable=False),
+    sa.Column("ended_at", utc_datetime(), nullable=False),
     # Who started it (``run.created``'s actor) and who ended it and why (its last
     # ``run.status`` line), as ``history.Actor`` keeps them: an id a front end can mention.
     sa.Column("started_by_id", sa.String(64), nullable=True),
@@ -346,8 +340,8 @@ run_summaries = sa.Table(
     sa.Column("reminders", sa.JSON, nullable=True),
     sa.Column("log_lines", sa.Integer, nullable=False, server_default=sa.text("0")),
     # NULL while its rows are being deleted (a few hundred a pass); set once they are gone.
-    sa.Column("pruned_at", _utc_datetime(), nullable=True),
-    sa.Column("created_at", _utc_datetime(), nullable=False),
+    sa.Column("pruned_at", utc_datetime(), nullable=True),
+    sa.Column("created_at", utc_datetime(), nullable=False),
     sa.Index("idx_evsum_ended", "ended_at"),
     sa.Index("idx_evsum_pruning", "pruned_at", "run_id"),
 )
@@ -360,7 +354,7 @@ external_claims = sa.Table(
     # lets exactly one of several processes that all received the event handle it.
     sa.Column("external_id", sa.String(64), primary_key=True),
     sa.Column("claimed_by", sa.String(64), nullable=False),
-    sa.Column("claimed_at", _utc_datetime(), nullable=False),
+    sa.Column("claimed_at", utc_datetime(), nullable=False),
     # Old claims are pruned by age.
     sa.Index("idx_evclaim_at", "claimed_at"),
 )
@@ -373,162 +367,10 @@ work_leases = sa.Table(
     # it over once ``lease_until`` is past.
     sa.Column("name", sa.String(64), primary_key=True),
     sa.Column("owner", sa.String(64), nullable=True),
-    sa.Column("lease_until", _utc_datetime(), nullable=False),
+    sa.Column("lease_until", utc_datetime(), nullable=False),
     # Where the holder got to (a run-log id, for the staff log) and the items past it it has
     # already dealt with, so whoever takes over starts exactly there.
-    sa.Column("position", _big_id(), nullable=True),
+    sa.Column("position", big_id(), nullable=True),
     sa.Column("done", sa.JSON, nullable=True),
-    sa.Column("updated_at", _utc_datetime(), nullable=False),
-)
-
-
-# ── Sign-ups (``runner.signups``; migration 0010) ─────────────────────────
-
-signups = sa.Table(
-    "event_signups",
-    metadata,
-    # One row per (run, member): a member is signed up once, in one option.
-    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evsign_run"), primary_key=True),
-    sa.Column("member_id", sa.String(32), primary_key=True),
-    # Their display name when they last clicked, for lists read without Discord (the CLI).
-    sa.Column("member_name", sa.String(100), nullable=False),
-    sa.Column("option", sa.String(64), nullable=False),
-    sa.Column("status", _enum("signup_status", SignupStatus), nullable=False),
-    # The run's click number of their latest join (``event_signup_pools.clicks``): the order
-    # the waiting list is served in.
-    sa.Column("position", _big_id(), nullable=False),
-    sa.Column("joined_at", _utc_datetime(), nullable=False),
-    sa.Column("updated_at", _utc_datetime(), nullable=False),
-    # The promotion reads the first waitlisted of a run; the list reads a run's rows in order.
-    sa.Index("idx_evsign_order", "run_id", "status", "position"),
-)
-
-signup_pools = sa.Table(
-    "event_signup_pools",
-    metadata,
-    # One row per option of a run's sign-up, and one named ``*`` for the whole run. ``taken`` is
-    # moved only by an UPDATE guarded by ``taken < capacity``, and the CHECK refuses a count
-    # past it: the database, not Python, decides who gets the last seat. Every join and leave
-    # of a run first locks its ``*`` row (and takes the next click number from it), so joins,
-    # leaves and promotions of one run happen one after the other, in click order.
-    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evpool_run"), primary_key=True),
-    sa.Column("pool", sa.String(64), primary_key=True),
-    # NULL: no limit of its own.
-    sa.Column("capacity", sa.Integer, nullable=True),
-    sa.Column("taken", sa.Integer, nullable=False, server_default=sa.text("0")),
-    sa.Column("clicks", _big_id(), nullable=False, server_default=sa.text("0")),
-    sa.CheckConstraint("taken >= 0 AND (capacity IS NULL OR taken <= capacity)", name="ck_evpool_taken"),
-)
-
-signup_notices = sa.Table(
-    "event_signup_notices",
-    metadata,
-    # An outbox: a row is written in the transaction that promoted the member, so a promotion
-    # that committed has exactly one notice and one that did not has none. A front end claims a
-    # row (a lease) before it tells the member, and marks it delivered after.
-    sa.Column("id", _big_id(), primary_key=True, autoincrement=True),
-    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evnotice_run"), nullable=False),
-    sa.Column("member_id", sa.String(32), nullable=False),
-    sa.Column("kind", sa.String(16), nullable=False),
-    # The sign-up's position at the time (a member promoted twice, after joining again, is two).
-    sa.Column("seq", _big_id(), nullable=False),
-    sa.Column("option", sa.String(64), nullable=False),
-    sa.Column("claimed_by", sa.String(64), nullable=True),
-    sa.Column("lease_until", _utc_datetime(), nullable=True),
-    sa.Column("attempts", sa.Integer, nullable=False, server_default=sa.text("0")),
-    sa.Column("delivered_at", _utc_datetime(), nullable=True),
-    # How it reached the member: ``dm``, or ``mention`` when their DMs were closed.
-    sa.Column("delivered_via", sa.String(16), nullable=True),
-    sa.Column("last_error", sa.String(500), nullable=True),
-    sa.Column("created_at", _utc_datetime(), nullable=False),
-    sa.UniqueConstraint("run_id", "member_id", "kind", "seq", name="uq_evnotice_once"),
-    # The delivery loop reads the undelivered ones.
-    sa.Index("idx_evnotice_open", "delivered_at", "lease_until"),
-)
-
-signup_messages = sa.Table(
-    "event_signup_messages",
-    metadata,
-    # One row per run whose sign-up message is posted: written (claimed) before the post, so
-    # its primary key stops two processes posting two. Edits are coalesced: ``shown_at`` is
-    # when the last edit went out, ``digest`` what it showed.
-    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evsignmsg_run"), primary_key=True),
-    sa.Column("channel_id", sa.String(32), nullable=False),
-    sa.Column("message_id", sa.String(32), nullable=True),
-    sa.Column("digest", sa.String(64), nullable=True),
-    sa.Column("shown_at", _utc_datetime(), nullable=True),
-    sa.Column("closed", sa.Boolean, nullable=False, server_default=sa.false()),
-    sa.Column("claimed_by", sa.String(64), nullable=True),
-    sa.Column("claim_expires_at", _utc_datetime(), nullable=True),
-    sa.Column("created_at", _utc_datetime(), nullable=False),
-    sa.Column("updated_at", _utc_datetime(), nullable=False),
-    sa.Index("idx_evsignmsg_closed", "closed"),
-)
-
-
-# ── Event threads and attendee roles (``runner.threads``, ``runner.attendee_roles``; 0011) ──
-
-run_threads = sa.Table(
-    "event_run_threads",
-    metadata,
-    # One row per thread a ``discord.thread`` step started on a run's announcement. A thread
-    # started from a message has the message's id, so ``thread_id`` is known even when the
-    # process that created it died before it could write this row.
-    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evthread_run"), primary_key=True),
-    sa.Column("thread_id", sa.String(32), primary_key=True),
-    sa.Column("step_id", _big_id(), nullable=False),
-    sa.Column("channel_id", sa.String(32), nullable=False),
-    sa.Column("created_at", _utc_datetime(), nullable=False),
-    # Set once the thread is archived after its run ended; the archive loop reads the NULLs.
-    sa.Column("archived_at", _utc_datetime(), nullable=True),
-    sa.Index("idx_evthread_open", "archived_at"),
-)
-
-thread_members = sa.Table(
-    "event_thread_members",
-    metadata,
-    # The attendees the bot has added to a run's thread, so each is added once; deleted once
-    # Discord accepted taking the member out again (they gave up their seat).
-    sa.Column("thread_id", sa.String(32), primary_key=True),
-    sa.Column("member_id", sa.String(32), primary_key=True),
-    sa.Column("added_at", _utc_datetime(), nullable=False),
-)
-
-attendee_grants = sa.Table(
-    "event_attendee_grants",
-    metadata,
-    # One row per (role, member) the bot has decided about for an ``attendee_role``, written
-    # before it asks Discord and deleted once the member should no longer hold the role (after
-    # Discord accepted the removal, when one is due): what the reconcile loop compares with who
-    # should hold the role. Keyed by role, not run: a role shared by two runs is one grant, kept
-    # while the member is confirmed in either.
-    sa.Column("role_id", sa.String(32), primary_key=True),
-    sa.Column("member_id", sa.String(32), primary_key=True),
-    sa.Column("granted_at", _utc_datetime(), nullable=False),
-    # The member held the role before the bot would have given it (0013): it is theirs, and the
-    # bot never takes it away.
-    sa.Column("held_before", sa.Boolean, nullable=False, server_default=sa.false()),
-    # Discord accepted the grant. A row written and not yet given is asked for again (the answer
-    # may have been lost); the removal is asked for either way, a no-op at Discord if it never landed.
-    sa.Column("given", sa.Boolean, nullable=False, server_default=sa.true()),
-    # Why the bot stopped asking about this grant (``runner.attendee_roles.Stop``): Discord's answer
-    # was final (the member left, the role is gone, the bot may not manage it). Nothing is asked
-    # again, nor taken back.
-    sa.Column("stopped", sa.String(32), nullable=True),
-)
-
-
-# ── Sign-ups imported from the Discord event's Interested list (``runner.signups``; 0012) ──
-
-signup_imports = sa.Table(
-    "event_signup_imports",
-    metadata,
-    # One row per (run, member) taken from the Discord scheduled event's Interested list. The
-    # import is one way: a member with a row here (or in ``event_signups``) is never imported
-    # again, so one who left is not signed up again by the next poll, and one refused for their
-    # roles is not asked about at every poll.
-    sa.Column("run_id", _big_id(), sa.ForeignKey("event_runs.id", name="fk_evsignimp_run"), primary_key=True),
-    sa.Column("member_id", sa.String(32), primary_key=True),
-    sa.Column("outcome", _enum("signup_import", SignupImport), nullable=False),
-    sa.Column("imported_at", _utc_datetime(), nullable=False),
+    sa.Column("updated_at", utc_datetime(), nullable=False),
 )

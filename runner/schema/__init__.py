@@ -1,0 +1,72 @@
+"""The store's tables, as SQLAlchemy Core metadata: one ``metadata``, one migration history.
+
+``core``: the engine's tables and those every run has (listings, live messages, claims,
+leases); ``signups``: the sign-up tables, threads and attendee-role grants. The statements that
+read and write them live in ``runner/sql/`` (one module per table group), or, for the tables
+only the Discord-shaped services use, in ``bridge/sql/``.
+
+The conventions the statements rely on (naive UTC, microseconds, a scope never NULL) are
+``core``'s.
+"""
+
+from runner.schema.core import (
+    LISTING_FINAL_STATUSES,
+    RUN_HOLDS_KEY,
+    RUN_IN_FLIGHT,
+    RUN_IN_PROGRESS,
+    RUN_TERMINAL,
+    RUN_TICKABLE,
+    STEP_OPEN,
+    definitions,
+    external_claims,
+    listings,
+    live_messages,
+    metadata,
+    processes,
+    run_log,
+    run_summaries,
+    runs,
+    steps,
+    versions,
+    work_leases,
+)
+from runner.schema.signups import (
+    attendee_grants,
+    run_threads,
+    signup_imports,
+    signup_messages,
+    signup_notices,
+    signup_pools,
+    signups,
+    thread_members,
+)
+
+__all__ = [
+    "LISTING_FINAL_STATUSES",
+    "RUN_HOLDS_KEY",
+    "RUN_IN_FLIGHT",
+    "RUN_IN_PROGRESS",
+    "RUN_TERMINAL",
+    "RUN_TICKABLE",
+    "STEP_OPEN",
+    "attendee_grants",
+    "definitions",
+    "external_claims",
+    "listings",
+    "live_messages",
+    "metadata",
+    "processes",
+    "run_log",
+    "run_summaries",
+    "run_threads",
+    "runs",
+    "signup_imports",
+    "signup_messages",
+    "signup_notices",
+    "signup_pools",
+    "signups",
+    "steps",
+    "thread_members",
+    "versions",
+    "work_leases",
+]
