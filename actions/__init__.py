@@ -17,7 +17,7 @@ def build_registry(
     threads: ThreadStore | None = None,
     signups: SignupStore | None = None,
 ) -> ActionRegistry:
-    """``threads``: where a run's threads are recorded (the database's ``runner.threads.RunThreads``
+    """``threads``: where a run's threads are recorded (the database's ``bridge.threads.RunThreads``
     for a runner; in memory for checking definitions, which runs nothing). ``signups``: where a
     run's sign-up list is read (``runner.signups.RunSignups`` for a runner; none for checking)."""
     registry = ActionRegistry()

@@ -8,7 +8,7 @@ created for this message"), which the delivery takes as success, deriving the th
 message (a thread started from a message has the message's id). So a process that died between
 the thread's creation and the step's end never leaves two.
 
-The thread is recorded for the run (``runner.threads``); the bot adds the run's confirmed
+The thread is recorded for the run (``bridge.threads``); the bot adds the run's confirmed
 attendees to it and archives it when the run ends (``bot.event_threads``).
 """
 
@@ -21,9 +21,9 @@ from pydantic import Field, field_validator
 
 from actions.delivery import Delivery, DeliveryError, ThreadRequest
 from actions.messaging import DISCORD_BUDGET_MS, Describe, _Params, _placeholders_known, render
+from bridge.threads import Announced
 from runner.registry import Action, Envelope
 from runner.states import AnswerKey
-from runner.threads import Announced
 from runner.views import StepContext
 
 # Discord's limit on a channel's (and so a thread's) name.

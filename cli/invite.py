@@ -24,7 +24,7 @@ from urllib.parse import urlencode
 
 import discord
 
-from bot.discord_delivery import EMBED, SEND, THREAD, permission_name
+from bot.discord_messages import EMBED, SEND, THREAD, permission_name
 from cli.common import EXIT_FAILED, EXIT_OK, CommandFailed, UsageError, load_config, plural
 from cli.definitions import check_files, definition_files
 from runner.definitions import EventDefinition
