@@ -355,16 +355,18 @@ async def test_a_run_held_in_process_is_dispatched_at_its_due_time_with_no_tick(
     dispatched, never before its ``due_at``. While held, the lease is this runner's and
     ``next_wake`` reports when its lease runs out, not the wake it holds (the serving loop must
     not wake for a run someone holds, only for one whose holder may have died)."""
-    timed = Timed(engine, hold=0.4, window=5)
+    # 1.5 s, not less: under a loaded CI machine, reading the rows took longer than a 0.4 s hold,
+    # and next_wake then rightly saw the step dispatched.
+    timed = Timed(engine, hold=1.5, window=5)
     try:
         run_id = await timed.start()
         after = await timed.held(run_id)
         due = after["due_at"]
         assert after["status"] == "pending" and due is not None
         run = await timed.run(run_id)
+        woken_for = await timed.runner.next_wake()
         assert utcnow() < due, "looked too late to see the hold (the machine is too slow)"
         assert run["claimed_by"] == "host:held" and run["claim_expires_at"] > due, "the lease covers the wait"
-        woken_for = await timed.runner.next_wake()
         assert woken_for == run["claim_expires_at"], "the loop wakes for the lease's end, not the held wake"
         assert timed.recorded == []
 
