@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bridge.reconcile import difference
 from bridge.sql import attendee_roles as sql
 from runner.catalog import VersionCache
 from runner.clock import Clock
@@ -80,9 +81,12 @@ async def changes(engine: AsyncEngine, versions: VersionCache, role_ids: Mapping
     want = await desired(engine, versions, role_ids)
     have = await recorded(engine)
     ours = {g for g, r in have.items() if not r["held_before"] and r["stopped"] is None}
+    # What the bot gave and may take back is what it recorded as its own; every record counts
+    # as known, so a member who held the role before is never given it.
+    todo = difference(sorted(want), have.keys())
     return Changes(
-        add=sorted(want - have.keys()),
-        remove=sorted(ours - want),
+        add=todo.add,
+        remove=difference(sorted(want), ours).remove,
         retry=sorted(g for g in ours & want if not have[g]["given"]),
         forget=sorted(have.keys() - want - ours),
     )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bridge.reconcile import difference
 from bridge.sql import threads as sql
 from runner import signups
 from runner.clock import Clock
@@ -111,10 +112,7 @@ async def membership_changes(engine: AsyncEngine, thread: RunThread) -> Membersh
     """Who to add to ``thread`` (confirmed, not recorded; in click order) and who to take out
     (recorded, no longer confirmed). Asked only of a run in flight: once the run ends its thread
     is archived with everyone in it."""
-    confirmed = await signups.attendees(engine, thread.run_id)
-    recorded = await members_added(engine, thread.thread_id)
-    seated = set(confirmed)
-    return MembershipChanges(
-        add=[m for m in confirmed if m not in recorded],
-        remove=sorted(recorded - seated),
+    todo = difference(
+        await signups.attendees(engine, thread.run_id), await members_added(engine, thread.thread_id)
     )
+    return MembershipChanges(add=todo.add, remove=todo.remove)

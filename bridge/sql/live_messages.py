@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from runner.db import insert_ignore
+from bridge.sql.posted_once import claim_first_post
 from runner.schema import live_messages, runs, signups
 from runner.states import RUN_HOLDS_KEY, RunStatus, SignupStatus
 
@@ -28,17 +28,7 @@ async def claim_new(
 ) -> bool:
     """Create the live-message row of ``run_id``, claimed for its first post; False when it
     exists already (another process posts it, or did)."""
-    result = await conn.execute(
-        insert_ignore(conn, live_messages).values(
-            run_id=run_id,
-            channel_id=channel_id,
-            claimed_by=owner,
-            claim_expires_at=until,
-            created_at=now,
-            updated_at=now,
-        )
-    )
-    return result.rowcount == 1
+    return await claim_first_post(conn, live_messages, run_id, channel_id, owner, until, now)
 
 
 async def claim_unposted(

@@ -14,7 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from runner.db import insert_ignore
+from bridge.sql.posted_once import claim_first_post
 from runner.schema import runs, signup_messages, signup_notices
 from runner.states import RUN_IN_FLIGHT
 
@@ -111,17 +111,7 @@ async def claim_message(
     conn: AsyncConnection, run_id: int, channel_id: str, owner: str, now: dt.datetime, until: dt.datetime
 ) -> bool:
     """The row written before the post: ``False`` when another process wrote it first."""
-    result = await conn.execute(
-        insert_ignore(conn, signup_messages).values(
-            run_id=run_id,
-            channel_id=channel_id,
-            claimed_by=owner,
-            claim_expires_at=until,
-            created_at=now,
-            updated_at=now,
-        )
-    )
-    return result.rowcount == 1
+    return await claim_first_post(conn, signup_messages, run_id, channel_id, owner, until, now)
 
 
 async def reclaim_unposted(

@@ -27,12 +27,6 @@ from sqlalchemy.dialects import mysql
 
 from runner.states import (
     LISTING_FINAL,
-    RUN_HOLDS_KEY,
-    RUN_IN_FLIGHT,
-    RUN_IN_PROGRESS,
-    RUN_TERMINAL,
-    RUN_TICKABLE,
-    STEP_OPEN,
     Health,
     OnFailure,
     RunStatus,
@@ -40,30 +34,6 @@ from runner.states import (
 )
 
 metadata = sa.MetaData()
-
-# The statuses and their groups live in ``runner.states``; the groups are re-exported here for
-# the readers that have always found them beside the tables.
-__all__ = [
-    "LISTING_FINAL_STATUSES",
-    "RUN_HOLDS_KEY",
-    "RUN_IN_FLIGHT",
-    "RUN_IN_PROGRESS",
-    "RUN_TERMINAL",
-    "RUN_TICKABLE",
-    "STEP_OPEN",
-    "definitions",
-    "external_claims",
-    "listings",
-    "live_messages",
-    "metadata",
-    "processes",
-    "run_log",
-    "run_summaries",
-    "runs",
-    "steps",
-    "versions",
-    "work_leases",
-]
 
 
 def utc_datetime() -> sa.types.TypeEngine[dt.datetime]:
