@@ -24,7 +24,7 @@ from cli.upcoming import next_line
 from runner import catalog, views
 from runner.clock import utcnow
 from runner.migrate import current_revision, upgrade
-from runner.states import RUN_IN_FLIGHT, RunStatus
+from runner.states import RUN_IN_FLIGHT, CleanupStatus, RunStatus
 from wiring.run_text import STEP_FAILED, last_error_text
 
 
@@ -99,7 +99,18 @@ def _counts(runs: Sequence[views.RunSummary]) -> str:
     return f"{plural(len(runs), 'run')}: {', '.join(parts)}{hint}"
 
 
-RUN_COLUMNS = ("ID", "EVENT", "SCOPE", "STATUS", "HEALTH", "PHASE", "SCHEDULED (UTC)", "MODE", "LAST ERROR")
+RUN_COLUMNS = (
+    "ID",
+    "EVENT",
+    "SCOPE",
+    "STATUS",
+    "HEALTH",
+    "PHASE",
+    "SCHEDULED (UTC)",
+    "MODE",
+    "CLEANUP",
+    "LAST ERROR",
+)
 
 
 def _table(runs: Sequence[views.RunSummary]) -> str:
@@ -113,6 +124,8 @@ def _table(runs: Sequence[views.RunSummary]) -> str:
             run.current_phase or "-",
             run.scheduled_for.strftime("%Y-%m-%d %H:%M:%S"),
             "rehearsal" if run.rehearsal else "live",
+            # What a cancel's cleanup got to (``not_required`` unless a cancel asked for one).
+            "-" if run.cleanup_status is CleanupStatus.NOT_REQUIRED else run.cleanup_status,
             # A run the runner cannot read is left alone with no error of its own: say why.
             _one_line(f"definition unreadable: {run.unreadable}" if run.unreadable else run.last_error)[:80],
         )

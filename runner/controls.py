@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -29,9 +29,10 @@ from runner.answers import (
 )
 from runner.clock import Clock, SystemClock
 from runner.db import retry_on_conflict
+from runner.engine.cleanup import begin_cleanup
 from runner.errors import UnknownDefinition
 from runner.history import Actor, StepConfirmed, StepRequeued, StepSkipped, record, written_together
-from runner.lifecycle import Handover, move_run
+from runner.lifecycle import Driver, Handover, move_run
 from runner.sql import run_leases, step_settles
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
@@ -45,19 +46,6 @@ CUE_VERBS = (Control.CONFIRM, Control.SKIP)
 # Row ids are positive 64-bit integers. Anything else names no row, and SQLite's driver refuses
 # to even bind an integer past 2**63, so such an id is answered without asking the database.
 MAX_ID = 2**63 - 1
-
-
-class Driver(Protocol):
-    """The runner of this process, handed the runs ``start`` creates (``runner.engine.Runner``)."""
-
-    def handover(self, first_action_id: str, now: dt.datetime) -> Handover | None:
-        """The leases a run started now would be created with, or ``None`` to decline (the
-        runner is closing): the run is then created ``scheduled`` for any runner's tick."""
-        ...
-
-    def drive_started(self, started: catalog.StartedHere) -> None:
-        """Drive a run created under this runner's ``handover``, once its transaction committed."""
-        ...
 
 
 def _name(actor: Actor | None) -> str:
@@ -232,9 +220,12 @@ class Controls:
         return ControlResult(True, Control.RESUME, Reason.RESUMED, run_id=run_id)
 
     @retry_on_conflict
-    async def cancel(self, run_id: int, *, reason: str, actor: Actor | None = None) -> ControlResult:
+    async def cancel(
+        self, run_id: int, *, reason: str, actor: Actor | None = None, cleanup: bool = False
+    ) -> ControlResult:
         """Cancel a run in flight: pending steps and parked cues are cancelled; a step being
-        carried out is left to finish (nothing can recall a command already sent)."""
+        carried out is left to finish (nothing can recall a command already sent). ``cleanup``:
+        what the run did is undone from its ledger, latest first (``runner.engine.cleanup``)."""
         if not _names_a_row(run_id):
             return refused_run(Control.CANCEL, None, run_id)
         reason = (reason or "").strip()
@@ -260,6 +251,8 @@ class Controls:
             )
             if not ended:
                 return refused_run(Control.CANCEL, await runs_sql.get(conn, run_id), run_id)
+            if cleanup:
+                await begin_cleanup(conn, run_id, now)
         self._changed()
         refs = tuple(CueRef(int(c["id"]), run_id, StepStatus.CANCELLED, c["result"]) for c in cues)
         return ControlResult(

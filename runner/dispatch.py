@@ -35,6 +35,8 @@ class Classified:
     error: str | None = None
     # Whatever the action wants remembered on the step (e.g. where a cue was posted).
     output: dict[str, Any] | None = None
+    # How to undo what it did, as answered (``runner.engine.cleanup.undo_from`` reads it).
+    undo: Any = None
 
 
 def _error_text(answer: dict[str, Any], fallback: str) -> str:
@@ -82,8 +84,10 @@ def classify(answer: Any, action_id: str) -> Classified:
                 ActionOutcome.TERMINAL,
                 error=f"{action_id} answered holdFor={answer[AnswerKey.HOLD_FOR]!r}, not a number of seconds",
             )
-        return Classified(ActionOutcome.DONE, hold_seconds=hold, output=output)
-    return Classified(ActionOutcome.DONE, output=output)
+        return Classified(
+            ActionOutcome.DONE, hold_seconds=hold, output=output, undo=answer.get(AnswerKey.UNDO)
+        )
+    return Classified(ActionOutcome.DONE, output=output, undo=answer.get(AnswerKey.UNDO))
 
 
 async def perform(registry: ActionRegistry, envelope: Envelope, action_id: str) -> Classified:

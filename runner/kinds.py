@@ -46,3 +46,7 @@ class Kind(enum.StrEnum):
     REMINDER_FAILED = "reminder.failed"
     SIGNUP_PROMOTED = "signup.promoted"
     SIGNUP_LATE_CANCEL = "signup.late_cancel"
+    CLEANUP_STARTED = "cleanup.started"
+    UNDO_DONE = "undo.done"
+    UNDO_FAILED = "undo.failed"
+    CLEANUP_FINISHED = "cleanup.finished"

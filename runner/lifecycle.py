@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -24,6 +24,9 @@ from runner.history import Actor, PhaseStarted, RunStatusChanged, record
 from runner.sql import run_leases, step_settles
 from runner.sql import runs as runs_sql
 from runner.states import RUN_TRANSITIONS, RunStatus
+
+if TYPE_CHECKING:
+    from runner import catalog
 
 
 @dataclass(frozen=True)
@@ -186,3 +189,16 @@ async def enter_phase(conn: AsyncConnection, run_id: int, phase: str, now: dt.da
         return False
     await record(conn, run_id, PhaseStarted(phase), now)
     return True
+
+
+class Driver(Protocol):
+    """The runner of this process, handed the runs ``start`` creates (``runner.engine.Runner``)."""
+
+    def handover(self, first_action_id: str, now: dt.datetime) -> Handover | None:
+        """The leases a run started now would be created with, or ``None`` to decline (the
+        runner is closing): the run is then created ``scheduled`` for any runner's tick."""
+        ...
+
+    def drive_started(self, started: catalog.StartedHere) -> None:
+        """Drive a run created under this runner's ``handover``, once its transaction committed."""
+        ...

@@ -10,13 +10,14 @@ smaller record meant for it (``DueRun``, ``OverdueRun``, ``StaleStep``).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 from runner.kinds import Actor
-from runner.states import Health, OnFailure, RunStatus, StepStatus
+from runner.states import CleanupStatus, Health, OnFailure, RunStatus, StepStatus
 
 
 class _Record:
@@ -38,7 +39,11 @@ class _Record:
 
     @classmethod
     def _columns(cls, row: Mapping[Any, Any]) -> dict[str, Any]:
-        return {name: row[name] for name in cls.__dataclass_fields__}
+        # A field with a default may be missing from a row that selected only some columns.
+        fields = cls.__dataclass_fields__
+        return {
+            name: row[name] for name, f in fields.items() if name in row or f.default is dataclasses.MISSING
+        }
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,8 @@ class RunRecord(_Record):
     nudges: int
     created_at: dt.datetime
     updated_at: dt.datetime
+    # What a cancel's cleanup got to (``runner.engine.cleanup``).
+    cleanup_status: CleanupStatus = CleanupStatus.NOT_REQUIRED
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> Self:
@@ -75,6 +82,7 @@ class RunRecord(_Record):
         values.update(
             id=int(row["id"]),
             status=RunStatus(row["status"]),
+            cleanup_status=CleanupStatus(row.get("cleanup_status") or CleanupStatus.NOT_REQUIRED),
             health=Health(row["health"]),
             rehearsal=bool(row["rehearsal"]),
             nudges=int(row["nudges"]),

@@ -88,6 +88,9 @@ class AnswerKey(enum.StrEnum):
     PROBLEMS = "problems"
     # Kept on the step (where a cue was posted, for one).
     OUTPUT = "output"
+    # How to undo what the action did, for the run's cleanup ledger (``runner.engine.cleanup``): an
+    # action declared ``reversible: automatic`` answers ``{"action": ..., "params": {...}}``.
+    UNDO = "undo"
     # Written by ``dispatch`` itself for an action that outran its budget.
     TIMED_OUT = "__timedOut"
 
@@ -210,6 +213,30 @@ class SignupImport(enum.StrEnum):
 
     JOINED = "joined"
     NOT_ALLOWED_ROLE = "not_allowed_role"
+
+
+class CleanupStatus(enum.StrEnum):
+    """A run's cleanup (the seeds' ``cleanup_status``): nothing to undo, undos waiting to run
+    after a cancel with cleanup, all undone, or some could not be."""
+
+    NOT_REQUIRED = "not_required"
+    PENDING = "pending"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class UndoStatus(enum.StrEnum):
+    """One entry of a run's cleanup ledger: recorded when its step succeeded, run (each once) in
+    reverse order by a cancel with cleanup; ``manual`` entries are listed for staff instead."""
+
+    RECORDED = "recorded"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    MANUAL = "manual"
+
+
+UNDO_OPEN: frozenset[UndoStatus] = frozenset({UndoStatus.RECORDED, UndoStatus.RUNNING})
 
 
 SIGNUP_ACTIVE: frozenset[SignupStatus] = frozenset({SignupStatus.CONFIRMED, SignupStatus.WAITLISTED})

@@ -12,7 +12,9 @@ A tick is its list of stages (``Runner.stages``), each an object in its own modu
    perform, settle; a scheduled run's reminders through the same step code, ``reminders``),
    across phase boundaries (``phases``) to completion, and give the lease back with the time
    it next needs a tick, unless the hold policy (``inprocess``) keeps it for a wait due soon.
-4. **Prune** (``retention``) the history of runs that ended longer ago than the retention
+4. **Cleanup** (``cleanup``): undo, latest first and each once, what the runs a cancel with
+   cleanup left ``pending`` recorded in their ledger.
+5. **Prune** (``retention``) the history of runs that ended longer ago than the retention
    period, with the housekeeping and after the advance: one small batch per pass, a summary of
    each run kept, so a due step never waits behind it.
 
@@ -38,6 +40,7 @@ from runner import catalog
 from runner.bus import LocalEventBus, TickFinished, TickStarted
 from runner.clock import Clock, SystemClock
 from runner.engine.advance import Advance
+from runner.engine.cleanup import Cleanup
 from runner.engine.context import EngineContext
 from runner.engine.core import (
     MAX_ATTEMPTS,
@@ -122,6 +125,8 @@ class Runner:
             self.advance,
             # After the advance: pruning makes nothing due, so nothing due waits for it.
             self.retention,
+            # Undo what cancelled runs did (``cleanup``): one indexed read when nothing is pending.
+            Cleanup(self.bus),
         )
         self._tick_lock = asyncio.Lock()
         self._housekept_at: dt.datetime | None = None

@@ -92,6 +92,7 @@ class Prune:
             retention_sql.delete_steps,
             retention_sql.delete_listings,
             retention_sql.delete_live_messages,
+            retention_sql.delete_undos,
         ):
             # Between statements, whatever fell due meanwhile goes first (on SQLite a statement
             # runs on the event loop's thread, so a pass in one piece would hold it throughout).

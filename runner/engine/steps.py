@@ -13,6 +13,7 @@ from runner.definitions import EventDefinition
 from runner.dispatch import Classified, perform
 from runner.engine import claims, phases
 from runner.engine.claims import lease_kept_on_rollback
+from runner.engine.cleanup import late_undo, record_undo, undo_from
 from runner.engine.context import EngineContext
 from runner.engine.core import (
     Go,
@@ -243,6 +244,8 @@ async def _settle_done(
                 await runs_sql.set_phase_hold(conn, run.id, hold_until)
     done = StepDone(step.action_id, settled.attempts, hold_until=hold_until)
     await record(conn, run.id, done, now, step_id=step.id)
+    # What a cancel with cleanup would undo, written with the step's settle (once).
+    await record_undo(ctx, conn, step, undo_from(outcome.undo), now)
     # A hold moved a due date the open steps already read do not show.
     return Go.REREAD if hold_until is not None else Go.NEXT
 
@@ -344,6 +347,7 @@ async def _settle_refused(
     status = current.status if current is not None else None
     cancelled = StepCancelled(action=step.action_id, outcome=outcome.outcome, run_status=status)
     await record(conn, run_id, cancelled, now, step_id=step.id)
+    await late_undo(ctx, conn, step, outcome, now)
     if outcome.outcome is not ActionOutcome.PARKED:
         return Go.REREAD
     if current is None:

@@ -12,6 +12,8 @@ public face (importers name ``runner.history``, not the parts):
 """
 
 from runner.history.events import (
+    CleanupFinished,
+    CleanupStarted,
     Event,
     GenericEvent,
     PhaseCompleted,
@@ -39,6 +41,8 @@ from runner.history.events import (
     StepRequeued,
     StepRetry,
     StepSkipped,
+    UndoFailed,
+    UndoRan,
     parse_event,
 )
 from runner.history.reader import (
@@ -54,6 +58,8 @@ from runner.kinds import Actor, Kind
 
 __all__ = [
     "Actor",
+    "CleanupFinished",
+    "CleanupStarted",
     "Entry",
     "Event",
     "GenericEvent",
@@ -85,6 +91,8 @@ __all__ = [
     "StepRequeued",
     "StepRetry",
     "StepSkipped",
+    "UndoFailed",
+    "UndoRan",
     "ending_from",
     "entries_followed",
     "entries_for_run",

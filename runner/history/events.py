@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from runner.kinds import Kind
-from runner.states import Health, RunStatus
+from runner.states import CleanupStatus, Health, RunStatus
 
 # ── Field codecs ──────────────────────────────────────────────────────────
 # Worked out from each field's annotation, once per class: a datetime is stored as an ISO
@@ -337,6 +337,37 @@ class SignupLateCancel(Event):
     starts_at: dt.datetime
 
 
+@dataclass(frozen=True)
+class CleanupStarted(Event):
+    """A cancel with cleanup: ``undos`` entries of the ledger to run (latest first), ``manual``
+    ones listed for staff to undo by hand."""
+
+    KIND: ClassVar[Kind] = Kind.CLEANUP_STARTED
+    undos: int
+    manual: int = 0
+
+
+@dataclass(frozen=True)
+class UndoRan(Event):
+    KIND: ClassVar[Kind] = Kind.UNDO_DONE
+    label: str
+    attempts: int
+
+
+@dataclass(frozen=True)
+class UndoFailed(Event):
+    KIND: ClassVar[Kind] = Kind.UNDO_FAILED
+    label: str
+    error: str
+    attempts: int
+
+
+@dataclass(frozen=True)
+class CleanupFinished(Event):
+    KIND: ClassVar[Kind] = Kind.CLEANUP_FINISHED
+    status: CleanupStatus
+
+
 _BY_KIND: dict[str, type[Event]] = {
     cls.KIND.value: cls
     for cls in (
@@ -363,6 +394,10 @@ _BY_KIND: dict[str, type[Event]] = {
         ReminderFailed,
         SignupPromoted,
         SignupLateCancel,
+        CleanupStarted,
+        UndoRan,
+        UndoFailed,
+        CleanupFinished,
     )
 }
 assert set(_BY_KIND) == {kind.value for kind in Kind}, "every kind has exactly one event class"

@@ -1,7 +1,8 @@
 """The store's tables, as SQLAlchemy Core metadata: one ``metadata``, one migration history.
 
 ``core``: the engine's tables and those every run has (listings, live messages, claims,
-leases); ``signups``: the sign-up tables, threads and attendee-role grants. The statements that
+leases); ``signups``: the sign-up tables, threads and attendee-role grants; ``cleanup``: the ledger
+of what a run did that a cancel can undo. The statements that
 read and write them live in ``runner/sql/`` (one module per table group), or, for the tables
 only the Discord-shaped services use, in ``bridge/sql/``.
 
@@ -11,6 +12,7 @@ The conventions the statements rely on (naive UTC, microseconds, a scope never N
 
 # The statuses' groups live in ``runner.states``; re-exported here for the readers that have
 # always found them beside the tables.
+from runner.schema.cleanup import run_undos
 from runner.schema.core import (
     LISTING_FINAL_STATUSES,
     definitions,
@@ -63,6 +65,7 @@ __all__ = [
     "run_log",
     "run_summaries",
     "run_threads",
+    "run_undos",
     "runs",
     "signup_imports",
     "signup_messages",

@@ -27,6 +27,7 @@ from sqlalchemy.dialects import mysql
 
 from runner.states import (
     LISTING_FINAL,
+    CleanupStatus,
     Health,
     OnFailure,
     RunStatus,
@@ -139,6 +140,14 @@ runs = sa.Table(
     # run with the wake time it worked out only if nobody nudged it meanwhile; otherwise a GM's
     # confirm landing mid-tick would be overwritten by "parked, nothing to do".
     sa.Column("nudges", sa.Integer, nullable=False, server_default=sa.text("0")),
+    # Whether a cancel left things to undo (``runner.engine.cleanup``): not_required until a cancel with
+    # cleanup finds entries in the run's ledger.
+    sa.Column(
+        "cleanup_status",
+        db_enum("run_cleanup_status", CleanupStatus),
+        nullable=False,
+        server_default=CleanupStatus.NOT_REQUIRED.value,
+    ),
     sa.Column("created_at", utc_datetime(), nullable=False),
     sa.Column("updated_at", utc_datetime(), nullable=False),
     sa.UniqueConstraint("definition_id", "scope", "occurrence_at", name="uq_evrun_occurrence"),

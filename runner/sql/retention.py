@@ -29,12 +29,22 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.definitions import REMINDERS_PHASE
-from runner.schema import LISTING_FINAL_STATUSES, listings, live_messages, run_log, run_summaries, runs, steps
-from runner.states import RUN_TERMINAL, STEP_OPEN
+from runner.schema import (
+    LISTING_FINAL_STATUSES,
+    listings,
+    live_messages,
+    run_log,
+    run_summaries,
+    run_undos,
+    runs,
+    steps,
+)
+from runner.states import RUN_TERMINAL, STEP_OPEN, UNDO_OPEN
 
 Row = sa.RowMapping
 TERMINAL = frozenset(status.value for status in RUN_TERMINAL)
 _OPEN = sorted(status.value for status in STEP_OPEN)
+_UNDO_OPEN = [s.value for s in UNDO_OPEN]
 # Naive UTC like every stored instant: before any run ended.
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC).replace(tzinfo=None)
 
@@ -220,6 +230,13 @@ async def delete_live_messages(conn: AsyncConnection, run_ids: Sequence[int], li
     """Live messages that have shown their run's end (an unclosed one is still to be edited)."""
     where = sa.and_(live_messages.c.run_id.in_(list(run_ids)), live_messages.c.closed.is_(sa.true()))
     return await _delete_bounded(conn, live_messages, live_messages.c.run_id, where, limit)
+
+
+async def delete_undos(conn: AsyncConnection, run_ids: Sequence[int], limit: int) -> int:
+    """Cleanup ledger entries no cleanup will run any more: done, failed or manual (an open
+    one belongs to a cleanup still under way)."""
+    where = sa.and_(run_undos.c.run_id.in_(list(run_ids)), run_undos.c.status.not_in(_UNDO_OPEN))
+    return await _delete_bounded(conn, run_undos, run_undos.c.id, where, limit)
 
 
 async def mark_pruned(conn: AsyncConnection, run_ids: Sequence[int], now: dt.datetime) -> int:

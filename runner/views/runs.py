@@ -4,6 +4,7 @@ and its reminders (beside its phases, never one of them).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import enum
 from collections.abc import Sequence
@@ -22,7 +23,8 @@ from runner.sql import reminders as reminders_sql
 from runner.sql import retention as retention_sql
 from runner.sql import runs as runs_sql
 from runner.sql import steps as steps_sql
-from runner.states import RUN_IN_FLIGHT, STEP_OPEN, Health, RunStatus, StepStatus
+from runner.states import RUN_IN_FLIGHT, STEP_OPEN, CleanupStatus, Health, RunStatus, StepStatus
+from runner.views.cleanup import CleanupView, cleanup_view
 from runner.views.definitions import unreadable_versions
 
 
@@ -93,6 +95,8 @@ class RunView:
     # Set when retention pruned the run's steps and history: ``phases`` is then empty (its
     # steps are gone; every one would read "not reached"), and this says how they ended.
     pruned: PrunedRun | None = None
+    # The cleanup ledger's state (what a cancel with cleanup undid, or would), when it has any.
+    cleanup: CleanupView | None = None
 
     @property
     def in_flight(self) -> bool:
@@ -134,6 +138,13 @@ async def run_view(engine: AsyncEngine, run_id: int, versions: catalog.VersionCa
             return _pruned_view(run, definition_row, definition, unreadable, kept)
         step_records = await steps_sql.list_for_run(conn, run_id)
         started_by = _started_by(await history.entries_for_run(conn, run_id), run["started_by"])
+        # Read only once a cancel asked for a cleanup: a run view is read for every staff-log
+        # line, and the ledger of a run nobody cancelled is nothing staff need yet.
+        cleanup = (
+            await cleanup_view(conn, run_id, run["cleanup_status"])
+            if run["cleanup_status"] != CleanupStatus.NOT_REQUIRED
+            else None
+        )
     by_slot = {(s.phase, s.seq): s for s in step_records}
     if definition is not None:
         layout = [(p.key, p.label, [(s.label, s.action) for s in p.steps]) for p in definition.phases]
@@ -180,7 +191,8 @@ async def run_view(engine: AsyncEngine, run_id: int, versions: catalog.VersionCa
             )
         phases.append(PhaseView(phase_key, phase_label, phase_key == run["current_phase"], step_views))
     key, title = _names(run, definition_row, definition)
-    return _from_row(run, key, title, started_by, unreadable, phases=phases)
+    view = _from_row(run, key, title, started_by, unreadable, phases=phases)
+    return dataclasses.replace(view, cleanup=cleanup) if cleanup is not None else view
 
 
 def _names(run: Any, definition_row: Any, definition: EventDefinition | None) -> tuple[str, str]:
@@ -292,6 +304,7 @@ class RunSummary:
     last_error: str | None
     # Why the run's definition version cannot be read, if it cannot (the runner leaves it alone).
     unreadable: str | None = None
+    cleanup_status: CleanupStatus = CleanupStatus.NOT_REQUIRED
 
 
 async def list_runs(
@@ -320,6 +333,7 @@ async def list_runs(
             current_phase=r["current_phase"],
             last_error=r["last_error"],
             unreadable=unreadable.get(int(r["version_id"])),
+            cleanup_status=CleanupStatus(r["cleanup_status"]),
         )
         for r in rows
     ]

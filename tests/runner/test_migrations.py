@@ -18,7 +18,7 @@ from runner.migrate import alembic_config, current_revision, drift, upgrade
 from runner.schema import run_log, runs, steps
 from runner.sql import runs as runs_sql
 
-HEAD = "0013"
+HEAD = "0014"
 # What each revision after 0006 adds: a database at an earlier revision lacks these too.
 ADDED_BY = {
     "0007": {
@@ -49,7 +49,19 @@ ADDED_BY = {
         ("add_index", "idx_evthread_open"),
     },
     "0012": {("add_table", "event_signup_imports")},
+    "0014": {
+        ("add_table", "event_run_undos"),
+        ("add_column", "event_runs.cleanup_status"),
+        ("add_index", "idx_evundo_run"),
+    },
 }
+
+
+def named(diff: tuple[Any, ...]) -> tuple[str, str]:
+    """A drift entry as (what, name): a table or index by its name, a column as table.column."""
+    if diff[0] == "add_column":
+        return diff[0], f"{diff[2]}.{diff[3].name}"
+    return diff[0], diff[1].name
 
 
 def added_after(revision: str) -> set[tuple[str, str]]:
@@ -209,7 +221,7 @@ async def test_0005_adds_the_listings_table_and_its_downgrade_drops_it(empty_eng
     await _alembic(empty_engine, "upgrade", "0005")
     assert "event_run_listings" in await _tables(empty_engine)
     # 0006's table (and its index) is the only thing a database at 0005 lacks, beside later ones.
-    missing = [(d[0], d[1].name) for d in await drift(empty_engine)]
+    missing = [named(d) for d in await drift(empty_engine)]
     assert [m for m in missing if m not in added_after("0006")] == [
         ("add_table", "event_run_live_messages"),
         ("add_index", "idx_evlive_closed"),
@@ -226,7 +238,7 @@ async def test_0006_adds_the_live_messages_table_and_its_downgrade_drops_it(
     await _alembic(empty_engine, "upgrade", "0006")
     assert "event_run_live_messages" in await _tables(empty_engine)
     # Only the later revisions' tables are missing.
-    assert {(d[0], d[1].name) for d in await drift(empty_engine)} == added_after("0006")
+    assert {named(d) for d in await drift(empty_engine)} == added_after("0006")
     await _alembic(empty_engine, "downgrade", "0005")
     assert "event_run_live_messages" not in await _tables(empty_engine)
     assert "event_run_listings" in await _tables(empty_engine)
@@ -237,10 +249,10 @@ async def test_0007_adds_the_run_summaries_and_the_ended_index_and_its_downgrade
 ) -> None:
     await _alembic(empty_engine, "upgrade", "0007")
     assert "event_run_summaries" in await _tables(empty_engine)
-    assert {(d[0], d[1].name) for d in await drift(empty_engine)} == added_after("0007")
+    assert {named(d) for d in await drift(empty_engine)} == added_after("0007")
     await _alembic(empty_engine, "downgrade", "0006")
     assert "event_run_summaries" not in await _tables(empty_engine)
-    assert {(d[0], d[1].name) for d in await drift(empty_engine)} == added_after("0006")
+    assert {named(d) for d in await drift(empty_engine)} == added_after("0006")
 
 
 async def test_0008_adds_the_runner_processes_table_and_its_downgrade_drops_it(
@@ -250,7 +262,7 @@ async def test_0008_adds_the_runner_processes_table_and_its_downgrade_drops_it(
     assert "runner_processes" not in await _tables(empty_engine)
     await _alembic(empty_engine, "upgrade", "0008")
     assert "runner_processes" in await _tables(empty_engine)
-    assert {(d[0], d[1].name) for d in await drift(empty_engine)} == added_after("0008")
+    assert {named(d) for d in await drift(empty_engine)} == added_after("0008")
     await _alembic(empty_engine, "downgrade", "0007")
     assert "runner_processes" not in await _tables(empty_engine)
     assert "event_run_summaries" in await _tables(empty_engine)
@@ -289,7 +301,7 @@ async def test_0009_adds_the_claims_and_work_leases_tables_and_its_downgrade_dro
     assert not tables & await _tables(empty_engine)
     await _alembic(empty_engine, "upgrade", "0009")
     assert tables <= await _tables(empty_engine)
-    assert {(d[0], d[1].name) for d in await drift(empty_engine)} == added_after("0009")
+    assert {named(d) for d in await drift(empty_engine)} == added_after("0009")
     await _alembic(empty_engine, "downgrade", "0008")
     assert not tables & await _tables(empty_engine)
     assert "runner_processes" in await _tables(empty_engine)

@@ -152,8 +152,9 @@ async def test_each_pass_is_a_bounded_batch_of_short_statements(engine: AsyncEng
         sa.event.remove(engine.sync_engine, "after_cursor_execute", after)
     deletes = [n for _, stmts in passes for text, n in stmts if text.lstrip().upper().startswith("DELETE")]
     assert deletes and max(deletes) <= batch, "no statement deletes more than a batch"
-    assert max(len(stmts) for _, stmts in passes) <= 18, "a pass is a handful of statements"
-    assert max(done.rows for done, _ in passes) <= 4 * batch
+    # 19: the cleanup ledger's entries are one more table a pass deletes from (issue 29).
+    assert max(len(stmts) for _, stmts in passes) <= 19, "a pass is a handful of statements"
+    assert max(done.rows for done, _ in passes) <= 5 * batch
     assert len(passes) > 5, "a backlog larger than a batch takes several passes"
     for run_id in old:
         assert await _counts(engine, run_id) == (0, 0)

@@ -4,12 +4,14 @@ whose answers each test dictates (the seeds' ``scriptedAction``)."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from runner import catalog
+from runner.bus import RunsChanged
 from runner.clock import ManualClock
 from runner.controls import Controls
 from runner.definitions import EventDefinition
@@ -39,7 +41,13 @@ class World:
         self.registry = ActionRegistry()
         self.scripted = Scripted()
         self.runner = Runner(engine, self.registry, clock=self.clock, owner=owner, settings=settings)
-        self.controls = Controls(engine, clock=self.clock, versions=self.runner.versions)
+        # Wired as the composition root wires them: a control's change goes out on the bus.
+        self.controls = Controls(
+            engine,
+            clock=self.clock,
+            versions=self.runner.versions,
+            on_change=functools.partial(self.runner.bus.publish, RunsChanged()),
+        )
         self._definitions = 0
 
     def register(self, *actions: Action, owner: str = "test") -> None:

@@ -203,12 +203,22 @@ class EventCog(commands.GroupCog, group_name="event", group_description="Run liv
     @app_commands.command(
         name=Control.CANCEL.value, description="Cancel a run; its open cues are closed", extras=CONTROL
     )
-    @app_commands.describe(run="The run to cancel", reason="Why (it goes in the run's history)")
+    @app_commands.describe(
+        run="The run to cancel",
+        reason="Why (it goes in the run's history)",
+        cleanup="Undo what the run did to the game, latest first (default: yes)",
+    )
     async def cancel(
-        self, interaction: discord.Interaction, run: int, reason: app_commands.Range[str, 1, 300]
+        self,
+        interaction: discord.Interaction,
+        run: int,
+        reason: app_commands.Range[str, 1, 300],
+        cleanup: bool = True,
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        result = await self.bot.services.controls.cancel(run, reason=reason, actor=actor_of(interaction.user))
+        result = await self.bot.services.controls.cancel(
+            run, reason=reason, actor=actor_of(interaction.user), cleanup=cleanup
+        )
         edited = 0
         if result.ok and result.cues:
             text = settled_text(

@@ -22,8 +22,9 @@ from bot.rendering import (
 )
 from runner.errors import Problem
 from runner.schedule import Upcoming
-from runner.states import Health, RunStatus, StepStatus
+from runner.states import CleanupStatus, Health, RunStatus, StepStatus
 from runner.views import DefinitionSummary, ReminderView, RunSummary, RunView, StepView, UpcomingEvent
+from runner.views.cleanup import cleanup_line
 from wiring.run_text import last_error_text, pruned_text
 
 
@@ -107,6 +108,8 @@ def status_embed(run: RunView, reminders: Sequence[ReminderView] = ()) -> discor
     pruned = pruned_text(run)
     if pruned:
         lines.append(pruned)
+    if run.cleanup is not None:
+        lines.append(clip(cleanup_line(run.cleanup), 1000))
     if run.unreadable:
         lines.append(
             f"⚠️ Its definition (version id {run.version_id}) cannot be read: {clip(run.unreadable, 500)}. "
@@ -135,6 +138,7 @@ def _run_line(r: RunSummary) -> str:
         f"`{r.id}` {clip(r.title, 60)}{' (' + clip(r.scope, 40) + ')' if r.scope else ''} — "
         f"{r.status}{', ' + r.health if r.health != Health.OK else ''}{' · ' + REHEARSAL_MARK if r.rehearsal else ''}"
         + (" · ⚠️ definition unreadable" if r.unreadable else "")
+        + ("" if r.cleanup_status is CleanupStatus.NOT_REQUIRED else f" · cleanup {r.cleanup_status}")
     )
 
 

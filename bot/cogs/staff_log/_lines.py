@@ -20,7 +20,7 @@ from actions import limits
 from bot.rendering import clip, person, run_name, timestamp
 from runner import history
 from runner.definitions import shown_duration
-from runner.states import Control, Health, RunStatus
+from runner.states import CleanupStatus, Control, Health, RunStatus
 from runner.views import RunView, StepView, step_name
 
 # What a person reads as the message a step posted, by the step's action.
@@ -135,6 +135,10 @@ LOGGED_EVENTS: tuple[type[history.Event], ...] = (
     history.StepRetry,
     history.SignupPromoted,
     history.SignupLateCancel,
+    history.CleanupStarted,
+    history.UndoRan,
+    history.UndoFailed,
+    history.CleanupFinished,
 )
 
 
@@ -238,7 +242,35 @@ def _words(entry: history.Entry, run: RunView | None) -> _Said | None:
             return _status_words(moved, entry, run, actor, step)
         case history.SignupPromoted() | history.SignupLateCancel() as signup:
             return _signup_words(signup)
+        case history.CleanupStarted() | history.UndoRan() | history.UndoFailed() | history.CleanupFinished():
+            return _cleanup_words(entry.event)
     return None
+
+
+def _cleanup_words(
+    event: history.CleanupStarted | history.UndoRan | history.UndoFailed | history.CleanupFinished,
+) -> _Said:
+    """A cancel's cleanup: what it undoes, each undo, and how it ended."""
+    match event:
+        case history.CleanupStarted(undos=undos, manual=manual):
+            by_hand = f"; {manual} to undo by hand (/event status lists them)" if manual else ""
+            return _Said(
+                "🧹",
+                f": cleanup started, {undos} action(s) to undo, latest first{by_hand}",
+                "cleanup started",
+            )
+        case history.UndoRan(label=label, attempts=attempts):
+            return _Said("↩️", f": undone: {clip(label, 200)}{_attempts(attempts)}", "undid an action")
+        case history.UndoFailed(label=label, error=error, attempts=attempts):
+            said = f"could not undo {clip(label, 200)}{_attempts(attempts)}: {clip(error, 300)}"
+            return _Said("❌", f": {said}", "could not undo an action")
+        case history.CleanupFinished(status=status):
+            verdict = (
+                "complete: everything it recorded is undone"
+                if status is CleanupStatus.DONE
+                else "finished with actions not undone (/event status lists them)"
+            )
+            return _Said("🧹", f": cleanup {verdict}", f"cleanup {verdict}")
 
 
 def _signup_words(event: history.SignupPromoted | history.SignupLateCancel) -> _Said:
