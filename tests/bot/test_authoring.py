@@ -20,10 +20,13 @@ from typing import Any
 import pytest
 import simcord
 import yaml
+from simcord import assert_error
 
+from bot.errors import BotError
 from runner.definitions import EventDefinition
 from tests.bot.conftest import Sim, buttons, make_config, raid_spec
 from tests.bot.test_publish import PERMISSIONS, answer, definitions_tables, versions
+from wiring.event_templates import TemplateError
 
 ZONE = "Europe/Berlin"
 NOTHING = "Nothing was published."
@@ -80,7 +83,8 @@ async def test_create_from_a_template_previews_time_yaml_and_changes_then_publis
     before = await definitions_tables(auth.engine)
 
     submitted = await auth.mod.submit_modal(
-        shown, {"title": "Harbour Raid Night", "when": "tomorrow 8pm", "channel": "announcements", "capacity": "8"}
+        shown,
+        {"title": "Harbour Raid Night", "when": "tomorrow 8pm", "channel": "announcements", "capacity": "8"},
     )
     preview = answer(submitted)
     at = in_berlin(auth, 1, 20)
@@ -102,3 +106,186 @@ async def test_create_from_a_template_previews_time_yaml_and_changes_then_publis
     definition = EventDefinition.model_validate(stored.spec)
     assert definition.signup is not None and definition.signup.capacity == 8
     assert definition.schedule.at == at  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("template", ["announcement", "quiz-night", "raid", "live-event"])
+async def test_every_bundled_template_makes_an_event_that_previews_and_publishes(
+    auth: Sim, template: str
+) -> None:
+    shown = await open_form(auth, "event create", template=template)
+    values = {"title": f"Our {template}", "when": "2026-12-12 20:00", "channel": "announcements"}
+    if "capacity" in inputs(shown):
+        values["capacity"] = "12"
+    preview = answer(await auth.mod.submit_modal(shown, values))
+    assert (
+        f"🆕 **Our {template}** (`our-{template}`): a new event, from template {template}" in preview.content
+    )
+    await auth.mod.click(preview, label="Publish")
+    assert [v.version for v in await versions(auth.engine, f"our-{template}")] == [1]
+
+
+async def refused(sim: Sim, shown: simcord.InteractionResult, values: dict[str, str]) -> str:
+    """Submit the form; the answer, once it is certain that nothing was stored."""
+    before = await definitions_tables(sim.engine)
+    reply = answer(await sim.mod.submit_modal(shown, values))
+    assert await definitions_tables(sim.engine) == before
+    assert reply.message.components == [], "no Publish button"
+    return reply.content
+
+
+@pytest.mark.parametrize(
+    ("when", "says"),
+    [
+        ("2020-01-01 20:00", "“2020-01-01 20:00” is 2020-01-01 20:00 Europe/Berlin, which has passed"),
+        ("someday soon", "“someday soon” is not a time I can read"),
+    ],
+)
+async def test_a_time_past_or_unreadable_is_refused_naming_what_was_typed(
+    auth: Sim, when: str, says: str
+) -> None:
+    shown = await open_form(auth, "event create", template="announcement")
+    text = await refused(auth, shown, {"title": "Market day", "when": when, "channel": "announcements"})
+    assert says in text
+
+
+async def test_a_key_already_taken_is_refused_pointing_at_edit(auth: Sim) -> None:
+    shown = await open_form(auth, "event create", template="announcement")
+    text = await refused(
+        auth, shown, {"title": "Raid", "when": "in 2h", "channel": "announcements", "key": "raid"}
+    )
+    assert text == (
+        f"There is already an event `raid`: /event edit event:raid changes it, or give this one another key. {NOTHING}"
+    )
+
+
+async def test_a_channel_the_config_lacks_gets_the_problems_publish_would_list(auth: Sim) -> None:
+    shown = await open_form(auth, "event create", template="announcement")
+    text = await refused(auth, shown, {"title": "Market day", "when": "in 2h", "channel": "anouncements"})
+    assert text.startswith(f"❌ **market-day.yaml**: 1 problem. {NOTHING}\n")
+    assert "anouncements" in text and "announcements" in text, "it names the typo and what was meant"
+
+
+async def test_a_capacity_that_is_not_a_number_is_refused(auth: Sim) -> None:
+    shown = await open_form(auth, "event create", template="raid")
+    text = await refused(
+        auth, shown, {"title": "Raid two", "when": "in 2h", "channel": "announcements", "capacity": "lots"}
+    )
+    assert text == f"Capacity “lots” is not a whole number from 1 to 1000. {NOTHING}"
+
+
+async def test_an_unknown_template_is_refused_listing_the_templates(auth: Sim) -> None:
+    result = await open_form(auth, "event create", template="picnic")
+    assert result.modal is None
+    assert answer(result).content == (
+        "There is no template 'picnic'; the templates are: announcement, live-event, quiz-night, raid."
+    )
+    assert_error(auth.env, TemplateError)
+
+
+async def test_a_form_still_works_after_a_restart_and_is_checked_against_the_config_then(auth: Sim) -> None:
+    shown = await open_form(auth, "event create", template="announcement")
+    values = {"title": "Market day", "when": "in 2h", "channel": "announcements"}
+    with auth.env.time_context():
+        await auth.start_bot()
+    assert "🆕 **Market day**" in answer(await auth.mod.submit_modal(shown, values)).content
+    # Restarted once more with publish taken from moderators: the same form is now refused.
+    shown = await open_form(auth, "event create", template="announcement")
+    auth.config = make_config(
+        auth.guild, auth.channels, auth.roles, permissions={**PERMISSIONS, "publish": ["gm"]}
+    )
+    with auth.env.time_context():
+        await auth.start_bot()
+    text = await refused(auth, shown, values)
+    assert text.startswith("You need one of these roles to validate or publish event definitions")
+
+
+# ── edit ──────────────────────────────────────────────────────────────────
+
+
+async def test_edit_prefills_the_current_fields_and_publishes_a_new_version_after_the_preview(
+    auth: Sim,
+) -> None:
+    shown = await open_form(auth, "event edit", event="raid")
+    fields = inputs(shown)
+    assert list(fields) == ["title", "when", "channel"], "no sign-ups: no capacity to ask"
+    assert (fields["title"].get("value"), fields["channel"].get("value")) == ("Harbour Raid", "announcements")
+    assert fields["when"].get("value") in (None, ""), "started by hand: no time yet"
+
+    values = {"title": "Harbour Raid II", "when": "friday 20:00", "channel": "general"}
+    preview = answer(await auth.mod.submit_modal(shown, values))
+    assert "📝 **Harbour Raid II** (`raid`): version 1 → 2, from /event edit" in preview.content
+    assert "• title: 'Harbour Raid' → 'Harbour Raid II'" in preview.content
+    assert "🕗 “friday 20:00” is <t:" in preview.content
+    assert len(await versions(auth.engine)) == 1, "nothing stored before Publish"
+
+    await auth.mod.click(preview, label="Publish")
+    stored = await versions(auth.engine)
+    assert [v.version for v in stored] == [1, 2]
+    assert stored[1].source == "discord:/event edit"
+    edited = EventDefinition.model_validate(stored[1].spec)
+    channels = {
+        s.params.get("channel") for p in edited.phases for s in p.steps if s.action == "discord.announce"
+    }
+    assert channels == {"general"}
+
+
+async def test_an_edit_form_opened_before_the_event_was_published_again_is_refused(auth: Sim) -> None:
+    shown = await open_form(auth, "event edit", event="raid")
+    await auth.publish(raid_spec(title="Harbour Raid, retold"))
+    text = await refused(auth, shown, {"title": "Mine", "when": "", "channel": "announcements"})
+    assert text == (
+        f"`raid` was published again since this form opened (it is at version 2 now): run /event edit again. {NOTHING}"
+    )
+
+
+async def test_edit_of_an_event_that_does_not_exist_is_refused(auth: Sim) -> None:
+    result = await open_form(auth, "event edit", event="nope")
+    assert result.modal is None
+    assert answer(result).content == "There is no published event `nope`; /event list shows them."
+    assert_error(auth.env, BotError)
+
+
+# ── export ────────────────────────────────────────────────────────────────
+
+
+async def test_export_attaches_yaml_that_reads_back_as_the_current_version(auth: Sim) -> None:
+    await auth.publish(raid_spec(title="Harbour Raid, retold"))
+    reply = answer(await auth.mod.slash(auth.staff, "event export", event="raid"))
+    assert reply.content.startswith("📄 **Harbour Raid, retold** (`raid`), version 2: its YAML is attached.")
+    [file] = reply.attachments
+    assert file.filename == "raid.yaml"
+    text = (await file.read()).decode()
+    [_, current] = await versions(auth.engine)
+    assert EventDefinition.model_validate(yaml.safe_load(text)).content_hash() == current.content_hash
+
+
+# ── who may ───────────────────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    ("command", "options"),
+    [
+        ("event create", {"template": "raid"}),
+        ("event edit", {"event": "raid"}),
+        ("event export", {"event": "raid"}),
+    ],
+)
+async def test_a_member_without_the_capability_gets_no_form_no_file_and_nothing_changes(
+    auth: Sim, command: str, options: dict[str, str]
+) -> None:
+    before = await definitions_tables(auth.engine)
+    result = await auth.player.slash(auth.staff, command, **options)
+    assert result.modal is None
+    reply = answer(result)
+    assert reply.attachments == []
+    assert reply.content.startswith("You need one of these roles to ") and reply.content.endswith(
+        "Nothing was done."
+    )
+    assert await definitions_tables(auth.engine) == before
+
+
+def test_python_m_bot_sync_publishes_create_edit_and_export_under_event() -> None:
+    from bot.app import event_commands
+
+    names = {command.name for command in event_commands().commands}
+    assert {"create", "edit", "export", "publish"} <= names
