@@ -36,7 +36,7 @@ from bot.background import Background, LeasedLoop
 from bot.channel_budget import ChannelBudget
 from bot.claims import InteractionGate
 from bot.clock import DiscordClock
-from bot.cogs.authoring import add_commands as add_authoring_commands
+from bot.cogs.authoring._cog import add_commands as add_authoring_commands
 from bot.cogs.control._cog import EventCog
 from bot.cogs.events_tab._loop import Mirror
 from bot.cogs.live._loop import LiveRuns
@@ -79,7 +79,7 @@ GATEWAY_TOKEN_REFUSED = 4004
 # Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
 STAFF_LOG_WORK = "staff-log"
 
-EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog", "bot.cogs.authoring")
+EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog", "bot.cogs.authoring._cog")  # fmt: skip
 
 
 class EventBot(commands.Bot):

@@ -45,9 +45,9 @@ def test_a_weekday_or_a_time_of_day_already_past_is_the_next_one() -> None:
 
 
 def test_the_same_words_in_another_zone_are_another_instant() -> None:
-    assert parse_when("2026-12-12 20:00", NOW, "UTC") - parse_when("2026-12-12 20:00", NOW, ZONE) == dt.timedelta(
-        hours=1
-    )
+    assert parse_when("2026-12-12 20:00", NOW, "UTC") - parse_when(
+        "2026-12-12 20:00", NOW, ZONE
+    ) == dt.timedelta(hours=1)
 
 
 @pytest.mark.parametrize(
@@ -61,7 +61,9 @@ def test_the_same_words_in_another_zone_are_another_instant() -> None:
         ("x" * 101, "is too long to be a time"),
     ],
 )
-def test_a_time_that_is_unreadable_past_or_skipped_is_refused_naming_what_was_typed(typed: str, says: str) -> None:
+def test_a_time_that_is_unreadable_past_or_skipped_is_refused_naming_what_was_typed(
+    typed: str, says: str
+) -> None:
     with pytest.raises(WhenError) as refused:
         parse_when(typed, NOW, ZONE)
     assert says in refused.value.message

@@ -25,6 +25,7 @@ from typing import Any
 
 import discord
 from discord import app_commands
+from discord.ext import commands
 
 from actions import limits
 from bot import rendering
@@ -33,7 +34,7 @@ from bot.cogs.publishing._flow import NOTHING_PUBLISHED, check_bytes, current_of
 from bot.components import claimed_and_admitted
 from bot.custom_ids import EventForm, parse
 from bot.errors import BotError, reply_to_error
-from bot.protocols import Served, served
+from bot.protocols import Served, served, served_by
 from runner import views
 from runner.definitions import EventDefinition
 from runner.definitions.keys import key_problem
@@ -280,3 +281,14 @@ def add_commands(group: app_commands.Group) -> app_commands.Group:
     for command in (made, changed, taken):
         group.add_command(command)
     return group
+
+
+async def setup(bot: commands.Bot) -> None:
+    """Loaded by ``EventBot.setup_hook`` after ``bot.cogs.control._cog``: adds ``create``, ``edit``
+    and ``export`` to the ``/event`` group that cog made, and the listener that reads their
+    forms' submits."""
+    served_by(bot)
+    group = bot.tree.get_command("event")
+    assert isinstance(group, app_commands.Group), "bot.cogs.control._cog is loaded first"
+    add_commands(group)
+    bot.add_listener(on_form, "on_interaction")
