@@ -40,7 +40,8 @@ def _input(
     return discord.ui.TextInput(
         label=label[:LABEL_MAX],
         custom_id=field,
-        default=default or None,
+        # A template's default longer than the input takes would have Discord refuse the form.
+        default=(default or "")[:max_length] or None,
         required=required,
         max_length=max_length,
         placeholder=placeholder[:100] if placeholder else None,
