@@ -459,7 +459,12 @@ async def shoot_create(w: World, camera: Camera) -> None:
     shown = await w.staff.slash(staff_room, "event create", template="raid")
     preview = await w.staff.submit_modal(
         shown,
-        {"title": "Sunken Citadel Raid", "when": "friday 20:00", "channel": "announcements", "capacity": "10"},
+        {
+            "title": "Sunken Citadel Raid",
+            "when": "friday 20:00",
+            "channel": "announcements",
+            "capacity": "10",
+        },
     )
     await camera.take(
         "create",
