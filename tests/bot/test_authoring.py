@@ -26,6 +26,7 @@ from bot.errors import BotError
 from runner.definitions import EventDefinition
 from tests.bot.conftest import Sim, buttons, make_config, raid_spec
 from tests.bot.test_publish import PERMISSIONS, answer, definitions_tables, versions
+from tests.support.definitions import announce, event, phase
 from wiring.event_templates import TemplateError
 
 ZONE = "Europe/Berlin"
@@ -289,3 +290,52 @@ def test_python_m_bot_sync_publishes_create_edit_and_export_under_event() -> Non
 
     names = {command.name for command in event_commands().commands}
     assert {"create", "edit", "export", "publish"} <= names
+
+
+async def test_edit_of_a_sign_up_event_on_a_cron_schedule_asks_its_capacity_and_not_its_time(
+    auth: Sim,
+) -> None:
+    spec = raid_spec(
+        schedule={"cron": "0 19 * * SAT", "timezone": ZONE},
+        signup={"channel": "announcements", "options": ["tank", "dps"], "capacity": 10},
+    )
+    await auth.publish(spec)
+    shown = await open_form(auth, "event edit", event="raid")
+    fields = inputs(shown)
+    assert list(fields) == ["title", "channel", "capacity"], "a cron schedule is changed in the YAML"
+    assert fields["capacity"].get("value") == "10"
+    preview = answer(
+        await auth.mod.submit_modal(
+            shown, {"title": "Harbour Raid", "channel": "announcements", "capacity": "6"}
+        )
+    )
+    assert "version 2 → 3" in preview.content and "🕗" not in preview.content
+    await auth.mod.click(preview, label="Publish")
+    latest = EventDefinition.model_validate((await versions(auth.engine))[-1].spec)
+    assert latest.signup is not None and latest.signup.capacity == 6
+    assert latest.schedule.kind == "cron"
+
+
+async def test_a_long_event_still_answers_within_discords_limits_with_its_yaml_attached(auth: Sim) -> None:
+    long_title = "The Very Long Harbour Festival " + "x" * 169
+    spec = event(
+        "festival",
+        phase(
+            "all",
+            *[announce(f"Act {n}: " + "🎉 the harbour sings. " * 12, label=f"Act {n}") for n in range(40)],
+        ),
+        title=long_title,
+    )
+    await auth.publish(spec)
+    shown = await open_form(auth, "event edit", event="festival")
+    preview = answer(
+        await auth.mod.submit_modal(shown, {"title": long_title[:-1] + "y", "channel": "general"})
+    )
+    exported = answer(await auth.mod.slash(auth.staff, "event export", event="festival"))
+    for reply in (preview, exported):
+        assert len(reply.content) <= 2000
+        [embed] = reply.embeds
+        assert len(embed.description or "") <= 4096 and len(embed) <= 6000
+        assert "too long to show here, see the attached file" in (embed.description or "")
+        [file] = reply.attachments
+        assert file.filename == "festival.yaml" and file.size > 4096
