@@ -339,3 +339,35 @@ async def test_a_long_event_still_answers_within_discords_limits_with_its_yaml_a
         assert "too long to show here, see the attached file" in (embed.description or "")
         [file] = reply.attachments
         assert file.filename == "festival.yaml" and file.size > 4096
+
+
+async def test_an_operators_template_folder_is_offered_and_used_without_a_restart(
+    auth: Sim, tmp_path: Any
+) -> None:
+    auth.config = make_config(
+        auth.guild,
+        auth.channels,
+        auth.roles,
+        permissions=PERMISSIONS,
+        timezone=ZONE,
+        templates_dir=str(tmp_path),
+    )
+    with auth.env.time_context():
+        await auth.start_bot()
+    offered = await auth.mod.autocomplete(auth.staff, "event create", "template", "")
+    assert [c["value"] for c in offered] == ["announcement", "live-event", "quiz-night", "raid"]
+    (tmp_path / "market.yaml").write_text(
+        "template: {description: Market day in the harbour, defaults: {channel: general}}\n"
+        'key: ${key}\ntitle: ${title}\nschedule: {once: "${when}"}\n'
+        "phases: [{key: open, label: Open, steps: [{action: discord.announce, "
+        'params: {channel: "${channel}", content: "The market is open!"}}]}]\n',
+        encoding="utf-8",
+    )
+    offered = await auth.mod.autocomplete(auth.staff, "event create", "template", "market")
+    assert offered == [{"name": "market: Market day in the harbour", "value": "market"}]
+    shown = await open_form(auth, "event create", template="market")
+    assert list(inputs(shown)) == ["title", "when", "channel", "key"]
+    preview = answer(
+        await auth.mod.submit_modal(shown, {"title": "Market", "when": "in 3h", "channel": "general"})
+    )
+    assert "🆕 **Market** (`market`): a new event, from template market" in preview.content
