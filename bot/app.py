@@ -36,6 +36,7 @@ from bot.background import Background, LeasedLoop
 from bot.channel_budget import ChannelBudget
 from bot.claims import InteractionGate
 from bot.clock import DiscordClock
+from bot.cogs.authoring._cog import add_commands as add_authoring_commands
 from bot.cogs.control._cog import EventCog
 from bot.cogs.events_tab._loop import Mirror
 from bot.cogs.live._loop import LiveRuns
@@ -78,7 +79,7 @@ GATEWAY_TOKEN_REFUSED = 4004
 # Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
 STAFF_LOG_WORK = "staff-log"
 
-EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog")
+EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog", "bot.cogs.authoring._cog")  # fmt: skip
 
 
 class EventBot(commands.Bot):
@@ -303,14 +304,13 @@ class CommandPublisher(discord.Client):
 
 
 def event_commands() -> app_commands.Group:
-    """``/event`` as Discord is told it, built without a bot to serve it.
-
-    discord.py binds a cog's commands in ``Cog.__new__``, so the cog's group exists without
-    running ``EventCog.__init__`` (which takes the bot the commands serve): publishing reads the
-    commands' definitions and calls none of them."""
+    """``/event`` as Discord is told it, built without a bot to serve it (with ``create``, ``edit``
+    and ``export`` added). discord.py binds a cog's commands in ``Cog.__new__``, so the group
+    exists without running ``EventCog.__init__`` (which takes the bot the commands serve):
+    publishing reads the commands' definitions and calls none of them."""
     group = EventCog.__new__(EventCog).app_command
     assert group is not None, "a GroupCog always has its group"
-    return group
+    return add_authoring_commands(group)
 
 
 class HasTree(Protocol):

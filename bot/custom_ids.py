@@ -12,6 +12,9 @@ start with a 64-character key) is well under.
   under a preflight's problems, pinned to the version checked (``bot.cogs.control._cog``).
 * ``evpub:<token>:<publish|cancel>``: the buttons of a ``/event publish`` preview, naming the
   draft this process holds (``bot.cogs.publishing._flow``, ``bot.cogs.publishing._drafts``).
+* ``evform:c:<template>`` and ``evform:e:<key>:<version id>``: the form (modal) of ``/event
+  create`` from a template and of ``/event edit`` of the version it was opened on
+  (``bot.cogs.authoring._cog``); a submit is read back from it alone, in whichever process.
 * ``signup:<run_id>:<option|~leave>``: a sign-up message's option buttons and its Leave
   (``bot.cogs.signups._cog``); an option's name is a key, which never holds ``~``.
 """
@@ -113,12 +116,42 @@ class SignupPress:
         return cls(int(match["run_id"]), match["choice"])
 
 
-Press = CuePress | StartAnywayPress | PublishPress | SignupPress
-KINDS: tuple[type[CuePress] | type[StartAnywayPress] | type[PublishPress] | type[SignupPress], ...] = (
+@dataclass(frozen=True)
+class EventForm:
+    """The form ``/event create`` (``template``) or ``/event edit`` (``key`` at ``version_id``)
+    opened."""
+
+    template: str | None = None
+    key: str | None = None
+    version_id: int | None = None
+
+    TEMPLATE: ClassVar[str] = (
+        r"evform:(?:c:(?P<template>[a-z0-9][a-z0-9_-]{0,63})"
+        r"|e:(?P<key>[a-z0-9][a-z0-9_-]{0,63}):(?P<version>[0-9]{1,19}))"
+    )
+
+    @property
+    def custom_id(self) -> str:
+        if self.template is not None:
+            return f"evform:c:{self.template}"
+        return f"evform:e:{self.key}:{self.version_id}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> EventForm:
+        if match["template"] is not None:
+            return cls(template=match["template"])
+        return cls(key=match["key"], version_id=int(match["version"]))
+
+
+Press = CuePress | StartAnywayPress | PublishPress | SignupPress | EventForm
+KINDS: tuple[
+    type[CuePress] | type[StartAnywayPress] | type[PublishPress] | type[SignupPress] | type[EventForm], ...
+] = (
     CuePress,
     StartAnywayPress,
     PublishPress,
     SignupPress,
+    EventForm,
 )
 
 

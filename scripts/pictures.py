@@ -89,6 +89,8 @@ TALL = 820
 PUBLISH_HEIGHT = 340
 # The sign-up message with its three options and two rows of buttons, and the answer below it.
 SIGNUP_HEIGHT = 560
+# /event create's answer: the preview above the filled-in raid template's YAML.
+CREATE_HEIGHT = 1240
 # The bot's loop sleeps this long between ticks; simcord's clock is virtual, so it costs nothing.
 TICK = 5.0
 # simcord gives the bot this long (real seconds) to settle after each action; generous, because a
@@ -450,6 +452,30 @@ async def shoot_signups(w: World, camera: Camera) -> None:
     )
 
 
+async def shoot_create(w: World, camera: Camera) -> None:
+    """/event create from the raid template: the form filled in as staff would, and the answer
+    only they see: the start as a timestamp, the preview with Publish and Cancel, the YAML."""
+    staff_room = w.staff_room
+    shown = await w.staff.slash(staff_room, "event create", template="raid")
+    preview = await w.staff.submit_modal(
+        shown,
+        {
+            "title": "Sunken Citadel Raid",
+            "when": "friday 20:00",
+            "channel": "announcements",
+            "capacity": "10",
+        },
+    )
+    await camera.take(
+        "create",
+        "/event create from the raid template: the preview and the YAML",
+        staff_room,
+        w.staff,
+        preview,
+        height=CREATE_HEIGHT,
+    )
+
+
 def live_message(channel: simcord.ChannelHandle) -> Any:
     """The run's live message: the bot's one message with an embed in the staff log channel."""
     found = [m for m in channel.history() if m.embeds]
@@ -485,7 +511,8 @@ INVASION_SCENES = (
     "publish-preview",
 )
 SIGNUP_SCENES = ("signup",)
-SCENES = INVASION_SCENES + SIGNUP_SCENES
+CREATE_SCENES = ("create",)
+SCENES = INVASION_SCENES + SIGNUP_SCENES + CREATE_SCENES
 
 
 async def main_async(out: Path, only: set[str] | None) -> list[Shot]:
@@ -494,6 +521,7 @@ async def main_async(out: Path, only: set[str] | None) -> list[Shot]:
     for scenes, event, play in (
         (INVASION_SCENES, invasion, shoot),
         (SIGNUP_SCENES, small_raid, shoot_signups),
+        (CREATE_SCENES, invasion, shoot_create),
     ):
         if only is not None and not only & set(scenes):
             continue

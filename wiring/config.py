@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import zoneinfo
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -135,6 +136,20 @@ def _directory(value: object) -> str:
     return value
 
 
+def _optional_directory(value: object) -> str | None:
+    return None if value is None else _directory(value)
+
+
+def _zone(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be an IANA time zone name like Europe/Berlin")
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        raise ValueError(f"unknown time zone {value[:60]!r} (use an IANA name like Europe/Berlin)") from None
+    return value
+
+
 Snowflake = Annotated[int, BeforeValidator(_snowflake)]
 Alias = Annotated[str, BeforeValidator(_alias)]
 
@@ -170,6 +185,10 @@ class Config(Strict):
     ] = 5.0
     # Where ``python -m bot publish`` (and ``run``, at start) read event definitions from.
     definitions_dir: Annotated[str, BeforeValidator(_directory)] = "events"
+    # The zone the times staff type in Discord are read in (``/event create``, ``/event edit``).
+    timezone: Annotated[str, BeforeValidator(_zone)] = "UTC"
+    # A folder of the operator's own ``/event create`` templates, beside the bundled ones.
+    templates_dir: Annotated[str | None, BeforeValidator(_optional_directory)] = None
     # How much faster waits pass in a rehearsal run (``/event rehearse``): 60 = a minute a second.
     rehearsal_speed: Annotated[
         float,

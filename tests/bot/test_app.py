@@ -88,6 +88,9 @@ async def test_sync_publishes_the_event_group_globally_or_to_one_guild(sim: Sim)
         "upcoming",
         "validate",
         "publish",
+        "create",
+        "edit",
+        "export",
     }
 
 

@@ -89,6 +89,9 @@ CONTROLS = (
     "health",
     "validate",
     "publish",
+    "create",
+    "edit",
+    "export",
     "cue Confirm",
     "cue Skip",
     "Start anyway",
@@ -102,6 +105,8 @@ READS = ("status", "list", "upcoming", "health")
 STARTS = ("start", "rehearse", "Start anyway", "Rehearse anyway")
 # The ones that take a definition file (tried with nothing in flight); a preview stores nothing.
 PUBLISHES = ("validate", "publish")
+# The ones that open a form, or hand the YAML back (issue 28 item 1); a form stores nothing.
+AUTHORING = ("create", "edit", "export")
 
 # What each capability lets its holders do, as the refusal words it.
 WHAT = {
@@ -126,6 +131,9 @@ CAPABILITY = {
     "health": "staff",
     "validate": "publish",
     "publish": "publish",
+    "create": "publish",
+    "edit": "publish",
+    "export": "staff",
     "cue Confirm": "cue",
     "cue Skip": "cue",
     "Start anyway": "start",
@@ -155,6 +163,9 @@ MATRIX = {
     "health": ("-", "Y", "Y", "Y", "-", "-"),
     "validate": ("-", "-", "Y", "Y", "-", "-"),
     "publish": ("-", "-", "Y", "Y", "-", "-"),
+    "create": ("-", "-", "Y", "Y", "-", "-"),
+    "edit": ("-", "-", "Y", "Y", "-", "-"),
+    "export": ("-", "Y", "Y", "Y", "-", "-"),
     "cue Confirm": ("-", "Y", "-", "Y", "-", "-"),
     "cue Skip": ("-", "Y", "-", "Y", "-", "-"),
     "Start anyway": ("-", "-", "Y", "Y", "-", "-"),
@@ -349,7 +360,7 @@ async def start_run(world: World) -> None:
 
 async def stage(world: World, control: str, actor: str) -> Stage:
     env, bot = world.env, world.bot
-    if control in STARTS or control in PUBLISHES:
+    if control in STARTS or control in PUBLISHES or control in AUTHORING:
         pass  # nothing in flight: a start would start run 1
     elif control == "retry":
         # Discord refuses the first announcement: the step fails and the run pauses on it.
@@ -419,6 +430,9 @@ async def act(world: World, control: str, actor: str, staged: Stage) -> simcord.
         "health": {},
         "validate": {"file": retold()},
         "publish": {"file": retold()},
+        "create": {"template": "announcement"},
+        "edit": {"event": "raid"},
+        "export": {"event": "raid"},
     }[control]
     return await member.slash(channel, f"event {control}", **options)
 
@@ -465,6 +479,17 @@ async def assert_succeeded(
             assert text.startswith("📝 **Harbour Raid, retold** (`raid`): version 1 → 2, from raid.yaml")
             assert "• title: 'Harbour Raid' → 'Harbour Raid, retold'" in text
         assert await snapshot(engine) == before, "checking a file, or previewing it, stores nothing"
+        return
+    if control in AUTHORING:
+        if control == "export":
+            assert reply_text(result).startswith(
+                "📄 **Harbour Raid** (`raid`), version 1: its YAML is attached."
+            )
+            messages = [m for m in [result.response, *result.followups] if m is not None]
+            assert [a.filename for m in messages for a in m.attachments] == ["raid.yaml"]
+        else:
+            assert result.modal is not None, "the form opens"
+        assert await snapshot(engine) == before, "a form, or an export, stores nothing"
         return
     if control.startswith("cue "):
         assert result.acknowledged and not result.ephemeral, "a press edits the cue message"

@@ -142,8 +142,12 @@ async def check_upload(bot: Served, attachment: discord.Attachment) -> CheckedFi
     every check is linear and bounded by its limit first, but 256 KB of YAML still takes a
     second to read, and on the event loop (or in a thread, through the GIL) that second would
     hold up every click, tick and lease renewal of the bot."""
-    data = await read_upload(attachment)
-    name = attachment.filename
+    return await check_bytes(bot, attachment.filename, await read_upload(attachment))
+
+
+async def check_bytes(bot: Served, name: str, data: bytes) -> CheckedFile:
+    """``data`` (a definition's YAML, named ``name``) checked as an upload is: ``/event create``
+    and ``/event edit`` hand their filled-in YAML here."""
     job = (name, data, bot.services.clock.now(), bot.config)
     try:
         return await asyncio.to_thread(upload_checks.run_capped, _read_and_check, job, CHECK_SECONDS)
@@ -239,6 +243,20 @@ async def publish_upload(
 ) -> None:
     """``/event publish``: the check, then the preview with its buttons (nothing stored yet)."""
     item = await check_upload(bot, attachment)
+    await offer_preview(bot, interaction, item, source=f"discord:{item.path.name}")
+
+
+async def offer_preview(
+    bot: Served,
+    interaction: discord.Interaction,
+    item: CheckedFile,
+    *,
+    source: str,
+    lead: str = "",
+    **fields: Any,
+) -> None:
+    """A checked definition's problems, or its preview with Publish and Cancel (``lead``: lines
+    above it, ``fields``: what else the answer carries, as ``/event create`` adds its YAML)."""
     if not item.valid:
         await _reply(interaction, problems_text(item, NOTHING_PUBLISHED))
         return
@@ -257,15 +275,16 @@ async def publish_upload(
     draft = bot.publish_drafts.add(
         user_id=interaction.user.id,
         definition=definition,
-        source=f"discord:{item.path.name}",
+        source=source,
         base_version_id=current.version_id if current else None,
         number=current.number + 1 if current else 1,
         now=now,
     )
-    await _reply(interaction, preview_text(draft, current), view=publish_view(draft.token))
+    text = lead + preview_text(draft, current, room=limits.CONTENT_MAX - len(lead))
+    await _reply(interaction, text, view=publish_view(draft.token), **fields)
 
 
-def preview_text(draft: Draft, current: Current | None) -> str:
+def preview_text(draft: Draft, current: Current | None, room: int = limits.CONTENT_MAX) -> str:
     definition = draft.definition
     tail = (
         f"\nPublish stores it as version {draft.number}; Cancel leaves everything as it is. "
@@ -274,7 +293,7 @@ def preview_text(draft: Draft, current: Current | None) -> str:
     if current is None:
         head = f"🆕 {_name(definition)}: a new event, from {draft.source.removeprefix('discord:')}\n"
         notes = [summary(definition), *(f"⚠️ {warning}" for warning in warnings(definition))]
-        return rendering.fit_list(head, notes, limits.CONTENT_MAX, sep="\n", tail=tail)
+        return rendering.fit_list(head, notes, room, sep="\n", tail=tail)
     head = (
         f"📝 {_name(definition)}: version {current.number} → {draft.number}, from "
         f"{draft.source.removeprefix('discord:')}\n"
@@ -285,7 +304,7 @@ def preview_text(draft: Draft, current: Current | None) -> str:
         # Never empty when the hashes differ (every field is compared); a blank preview never shows.
         found = changes(current.definition, definition) or ["no change a person would see"]
     lines = [f"• {line}" for line in found] + [f"⚠️ {warning}" for warning in warnings(definition)]
-    return rendering.fit_list(head, lines, limits.CONTENT_MAX, sep="\n", tail=tail, item_max=LINE_MAX)
+    return rendering.fit_list(head, lines, room, sep="\n", tail=tail, item_max=LINE_MAX)
 
 
 def publish_view(token: str, *, disabled: bool = False) -> discord.ui.View:
