@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from runner import limits
+from runner.definitions import cron_dates
 from runner.definitions.durations import bounded_seconds, grace_seconds
 from runner.definitions.keys import checked_key, repeated
 from runner.definitions.signup import SignupDefinition
@@ -80,6 +81,10 @@ class CronSchedule(_Strict):
     kind: Literal["cron"] = "cron"
     cron: str
     timezone: str
+    # Dates without an occurrence, and dates whose occurrence starts at another local time
+    # (``runner.definitions.cron_dates``).
+    skip: list[dt.date] = Field(default_factory=list)
+    moves: dict[dt.date, dt.datetime] = Field(default_factory=dict)
 
     @field_validator("timezone")
     @classmethod
@@ -108,6 +113,16 @@ class CronSchedule(_Strict):
         except (CronSimError, ValueError, KeyError, IndexError, OverflowError) as exc:
             raise ValueError(f"invalid cron expression {value[:60]!r}: {exc}") from None
         return value
+
+    @model_validator(mode="after")
+    def _dates(self) -> CronSchedule:
+        moves = {day: cron_dates.local_move(at, self.timezone) for day, at in self.moves.items()}
+        found = cron_dates.problems(self.cron, self.timezone, self.skip, moves)
+        if found:
+            raise ValueError("; ".join(found))
+        object.__setattr__(self, "skip", sorted(self.skip))
+        object.__setattr__(self, "moves", dict(sorted(moves.items())))
+        return self
 
     def occurrences_per_day(self) -> int:
         """At most how many times it fires in one day (the day fields only choose which days)."""
@@ -405,6 +420,10 @@ class EventDefinition(_Strict):
         elif dumped["signup"].get("interested") is None:
             # Likewise a sign-up written before ``interested`` existed.
             dumped["signup"].pop("interested", None)
+        # Likewise a schedule written before skipped and moved dates existed.
+        for field in ("skip", "moves"):
+            if dumped["schedule"].get(field) in ([], {}):
+                dumped["schedule"].pop(field)
         return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
     def content_hash(self) -> str:
