@@ -128,6 +128,7 @@ LOGGED_EVENTS: tuple[type[history.Event], ...] = (
     history.ReminderSkipped,
     history.ReminderFailed,
     history.RunRepointed,
+    history.RunMoved,
     history.StepConfirmed,
     history.StepSkipped,
     history.StepRequeued,
