@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import zoneinfo
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cronsim import CronSim
 
@@ -161,6 +161,10 @@ class Upcoming:
 
     at: dt.datetime
     run_id: int | None = None
+    # A moved date's start as the schedule had it; ``skipped``: a date that has no occurrence,
+    # listed where it would have been so staff see the exception.
+    moved_from: dt.datetime | None = None
+    skipped: bool = False
 
 
 @dataclass(frozen=True)
@@ -187,11 +191,27 @@ def upcoming_by_scope(
         by_scope.setdefault(scope, []).append(Upcoming(at, run_id))
     after = max(now, created_until) if created_until is not None else now
     computed = next_occurrences(definition, after, count)
+    origins = moved_to(definition.schedule)
     answer = []
     for scope, found in by_scope.items():
         taken = {item.at for item in found}
         if scope in scopes:
             found = found + [Upcoming(at) for at in computed if at not in taken]
         found.sort(key=lambda item: item.at)
-        answer.append(ScopeUpcoming(scope, found[:count]))
+        found = [replace(item, moved_from=origins.get(item.at)) for item in found[:count]]
+        answer.append(ScopeUpcoming(scope, _with_skipped(definition.schedule, found, now)))
     return answer
+
+
+def _with_skipped(schedule: Schedule, found: list[Upcoming], now: dt.datetime) -> list[Upcoming]:
+    """``found`` with the skipped dates between now and its last occurrence."""
+    if not isinstance(schedule, CronSchedule) or not schedule.skip or not found:
+        return found
+    last = found[-1].at
+    skipped = [
+        Upcoming(moment, skipped=True)
+        for day in schedule.skip
+        for local in cron_dates.firings_on(schedule.cron, schedule.timezone, day)
+        if now < (moment := to_naive_utc(local)) <= last
+    ]
+    return sorted(found + skipped, key=lambda item: item.at)

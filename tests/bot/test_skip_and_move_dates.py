@@ -126,3 +126,27 @@ async def test_a_date_without_an_occurrence_is_refused_naming_it(sim: Sim) -> No
     assert "has already begun" in result.response.content
     assert_error(sim.env, DateRefused)
     assert await version(sim) == before
+
+
+async def test_upcoming_shows_skipped_and_moved_dates(sim: Sim) -> None:
+    """Dates to come, not booked yet: tomorrow skipped, the day after moved an hour later.
+    ``/event upcoming`` lists the skipped one struck through and the moved one at its new time,
+    saying where it was."""
+    await booked(sim)
+    start = first_start(sim)
+    tomorrow, after = start + dt.timedelta(days=1), start + dt.timedelta(days=2)
+    await sim.mod.slash(sim.staff, "event skip-date", event="nightly", date=f"{tomorrow:%Y-%m-%d}")
+    later = after + dt.timedelta(hours=1)
+    await sim.mod.slash(
+        sim.staff, "event move-date", event="nightly", date=f"{after:%Y-%m-%d}", to=f"{later:%Y-%m-%d %H:%M}"
+    )
+
+    def stamp(moment: dt.datetime) -> str:
+        return f"<t:{int(moment.replace(tzinfo=dt.UTC).timestamp())}:F>"
+
+    result = await sim.mod.slash(sim.staff, "event upcoming", event="nightly")
+    lines = result.response.embeds[0].fields[0].value.splitlines()
+    assert f"~~{stamp(tomorrow)}~~ skipped" in lines, lines
+    assert any(
+        line.startswith(stamp(later)) and line.endswith(f"moved from {stamp(after)}") for line in lines
+    ), lines

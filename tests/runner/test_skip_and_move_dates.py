@@ -155,3 +155,16 @@ def test_a_schedule_without_exceptions_hashes_as_before() -> None:
     plain = EventDefinition.model_validate(nightly())
     stored = '"schedule":{"cron":"0 20 * * *","kind":"cron","timezone":"Europe/London"}'
     assert stored in plain.canonical_json()
+
+
+def test_upcoming_marks_moved_dates_and_lists_skipped_ones_between() -> None:
+    definition = EventDefinition.model_validate(
+        nightly(skip=["2026-09-03"], moves={"2026-09-04": "2026-09-04 08:00"})
+    )
+    ((scope,),) = [[s for s in schedule.upcoming_by_scope(definition, [], None, T0, 3)]]
+    assert [(o.at, o.moved_from, o.skipped) for o in scope.occurrences] == [
+        (TODAY, None, False),
+        (TODAY + DAY, None, True),
+        (dt.datetime(2026, 9, 4, 7, 0), TODAY + 2 * DAY, False),
+        (TODAY + 3 * DAY, None, False),
+    ]
