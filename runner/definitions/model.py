@@ -417,9 +417,11 @@ class EventDefinition(_Strict):
         # Left out when unset, so a version published before sign-ups existed hashes as it did.
         if dumped.get("signup") is None:
             dumped.pop("signup", None)
-        elif dumped["signup"].get("interested") is None:
-            # Likewise a sign-up written before ``interested`` existed.
-            dumped["signup"].pop("interested", None)
+        else:
+            # Likewise a sign-up written before ``interested`` or ``opens`` existed.
+            for field in ("interested", "opens"):
+                if dumped["signup"].get(field) is None:
+                    dumped["signup"].pop(field, None)
         # Likewise a schedule written before skipped and moved dates existed.
         for field in ("skip", "moves"):
             if dumped["schedule"].get(field) in ([], {}):

@@ -75,6 +75,9 @@ class Materialise:
                 return ahead
         if definition.reminders:
             ahead = max(ahead, definition.longest_reminder_lead() + ahead / 2)
+        if definition.signup is not None and definition.signup.opens is not None:
+            # The sign-up message is posted from the run: it must exist when sign-ups open.
+            ahead = max(ahead, definition.signup.opens + ahead / 2)
         if definition.discord_event_settings(ctx.settings.list_by_default) is not None:
             ahead = max(ahead, ctx.settings.listing_horizon_seconds)
         return ahead
