@@ -18,7 +18,7 @@ from runner import catalog
 from runner.views import list_runs
 from tests.bot.conftest import TICK, Sim, make_config
 from tests.bot.test_publish import PERMISSIONS
-from tests.support.definitions import event, phase, wait
+from tests.support.definitions import cron, event, phase, wait
 from wiring.date_exceptions import DateRefused
 
 
@@ -150,3 +150,49 @@ async def test_upcoming_shows_skipped_and_moved_dates(sim: Sim) -> None:
     assert any(
         line.startswith(stamp(later)) and line.endswith(f"moved from {stamp(after)}") for line in lines
     ), lines
+
+
+async def listed_today(sim: Sim) -> list[Any]:
+    """The Events-tab mirror with an hour's horizon and ``publish`` for moderators; a daily quiz
+    ten minutes after the simulation's start (midnight UTC), listed."""
+    assert sim.env.now().time() == dt.time(0, 0)
+    sim.config = make_config(
+        sim.guild, sim.channels, sim.roles, permissions=PERMISSIONS, discord_events={"horizon": "1h"}
+    )
+    with sim.env.time_context():
+        await sim.start_bot()
+        await sim.publish(
+            event(
+                "nightly",
+                phase("main", wait("1m")),
+                title="Quiz",
+                schedule=cron("10 0 * * *"),
+                duration="1h",
+                discord_event={"location": "The Lounge"},
+            )
+        )
+    await sim.env.advance_time(2 * TICK)
+    listed = list(sim.env.backend.get_guild(sim.guild.id).scheduled_events.values())
+    assert len(listed) == 1
+    return listed
+
+
+async def test_move_date_moves_the_events_tab_listing(sim: Sim) -> None:
+    [listed] = await listed_today(sim)
+    today = sim.now().date()
+    result = await sim.mod.slash(
+        sim.staff, "event move-date", event="nightly", date=f"{today}", to=f"{today} 00:40"
+    )
+    assert "now starts" in result.response.content
+    await sim.env.advance_time(3 * TICK)
+    [still] = sim.env.backend.get_guild(sim.guild.id).scheduled_events.values()
+    assert still.id == listed.id, "the same listing, edited"
+    assert dt.datetime.fromisoformat(still.scheduled_start_time).time() == dt.time(0, 40)
+
+
+async def test_skip_date_takes_the_listing_off_the_events_tab(sim: Sim) -> None:
+    [listed] = await listed_today(sim)
+    await sim.mod.slash(sim.staff, "event skip-date", event="nightly", date=f"{sim.now().date()}")
+    await sim.env.advance_time(3 * TICK)
+    left = [e for e in sim.env.backend.get_guild(sim.guild.id).scheduled_events.values() if e.id == listed.id]
+    assert left == [] or left[0].status == 4, "deleted or cancelled"
