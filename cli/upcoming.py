@@ -80,7 +80,7 @@ def event_lines(event: views.UpcomingEvent) -> str:
 
 def occurrence_line(occurrence: schedule.Upcoming, zone: str) -> str:
     if occurrence.skipped:
-        return f"{'skipped':<10}{schedule.shown(occurrence.at, zone)}"
+        return f"skipped   {schedule.shown(occurrence.at, zone)}"
     run = f"run {occurrence.run_id}" if occurrence.run_id is not None else "planned"
     moved = f" (moved from {schedule.shown(occurrence.moved_from, zone)})" if occurrence.moved_from else ""
     return f"{run:<10}{schedule.shown(occurrence.at, zone)}{moved}"
@@ -112,7 +112,7 @@ def _record(event: views.UpcomingEvent) -> dict[str, object]:
                         "at_utc": o.at.isoformat() + "Z",
                         "shown": schedule.shown(o.at, event.zone),
                         "run_id": o.run_id,
-                        "skipped": o.skipped,
+                        "date_skipped": o.skipped,
                         "moved_from_utc": o.moved_from.isoformat() + "Z" if o.moved_from else None,
                     }
                     for o in s.occurrences

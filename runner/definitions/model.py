@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from cronsim import CronSim, CronSimError
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -83,7 +84,7 @@ class CronSchedule(_Strict):
     timezone: str
     # Dates without an occurrence, and dates whose occurrence starts at another local time
     # (``runner.definitions.cron_dates``).
-    skip: list[dt.date] = Field(default_factory=list)
+    skip: Annotated[list[dt.date], AfterValidator(sorted)] = Field(default_factory=list)
     moves: dict[dt.date, dt.datetime] = Field(default_factory=dict)
 
     @field_validator("timezone")
@@ -120,7 +121,6 @@ class CronSchedule(_Strict):
         found = cron_dates.problems(self.cron, self.timezone, self.skip, moves)
         if found:
             raise ValueError("; ".join(found))
-        object.__setattr__(self, "skip", sorted(self.skip))
         object.__setattr__(self, "moves", dict(sorted(moves.items())))
         return self
 
@@ -423,9 +423,8 @@ class EventDefinition(_Strict):
                 if dumped["signup"].get(field) is None:
                     dumped["signup"].pop(field, None)
         # Likewise a schedule written before skipped and moved dates existed.
-        for field in ("skip", "moves"):
-            if dumped["schedule"].get(field) in ([], {}):
-                dumped["schedule"].pop(field)
+        for field in [name for name, value in dumped["schedule"].items() if value in ([], {})]:
+            dumped["schedule"].pop(field)
         return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
     def content_hash(self) -> str:
