@@ -62,6 +62,7 @@ async def test_move_date_delivered_to_both_processes_moves_the_run_once(pair: Pa
     assert len(history) == 3, "each command published one version"
     lines = staff_lines(sim)
     assert len([line for line in lines if "now starts" in line]) == 2, lines
+    assert len([line for line in lines if "occurrence to <t:" in line]) == 2, lines
     assert_each_once(lines)
 
 

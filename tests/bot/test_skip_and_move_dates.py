@@ -97,6 +97,12 @@ async def test_skip_date_cancels_the_booked_run_and_books_nothing_then(sim: Sim)
     await sim.env.advance_time(3 * TICK)
     runs = [r for r in await list_runs(sim.engine) if r.scheduled_for.date() == start.date()]
     assert [(r.id, r.status) for r in runs] == [(run_id, "cancelled")]
+    notices = [
+        line
+        for line in staff_lines(sim)
+        if f"skipped Nightly Raid (nightly) on {start:%a} {start.date()}" in line
+    ]
+    assert len(notices) == 1 and f"<@{sim.mod.id}>" in notices[0], staff_lines(sim)
 
 
 async def test_a_member_without_publish_is_refused_both_with_nothing_changed(sim: Sim) -> None:

@@ -21,7 +21,7 @@ from bot.permissions import actor_of
 from bot.protocols import Served
 from bot.rendering import clip, timestamp
 from runner import catalog, schedule, views
-from runner.bus import VersionPublished
+from runner.bus import StaffNotice, VersionPublished
 from runner.clock import to_naive_utc
 from runner.definitions import CronSchedule, EventDefinition
 from wiring import date_exceptions
@@ -59,6 +59,7 @@ class DateCommands(commands.Cog):
         now = self.bot.services.clock.now()
         changed, day = date_exceptions.skipped(current.definition, date, now)
         version = await self._publish(interaction, changed, "skip-date")
+        self._tell_staff(interaction, f"skipped {_name(changed)} on {day:%a} {day} (version {version})")
         await _say(
             interaction,
             f"⏭️ {_name(changed)} is skipped on {day:%a} {day} (version {version}). A run already "
@@ -82,12 +83,22 @@ class DateCommands(commands.Cog):
         changed, day, local = date_exceptions.moved(current.definition, date, to, now)
         version = await self._publish(interaction, changed, "move-date")
         start = to_naive_utc(local.replace(tzinfo=zoneinfo.ZoneInfo(schedule.zone_of(changed))))
+        self._tell_staff(
+            interaction,
+            f"moved {_name(changed)}'s {day:%a} {day} occurrence to {timestamp(start, 'F')} (version {version})",
+        )
         await _say(
             interaction,
             f"📅 {_name(changed)}: the {day:%a} {day} occurrence now starts {timestamp(start, 'F')} "
             f"(version {version}). A run already booked for it moves, with its sign-ups, reminders, "
             "sign-up message and Events-tab listing.",
         )
+
+    def _tell_staff(self, interaction: discord.Interaction, what: str) -> None:
+        # Only the process that handled the command gets here, so the line is posted once; it
+        # is said even when no run is booked yet for the date (no run line would say it).
+        who = actor_of(interaction.user)
+        self.bot.services.runner.bus.publish(StaffNotice(clip(f"📅 <@{who.id}> {what}.", limits.CONTENT_MAX)))
 
     async def _current(self, key: str) -> catalog.CurrentDefinition:
         services = self.bot.services
