@@ -97,6 +97,10 @@ async def test_skip_date_cancels_the_booked_run_and_books_nothing_then(sim: Sim)
     await sim.env.advance_time(3 * TICK)
     runs = [r for r in await list_runs(sim.engine) if r.scheduled_for.date() == start.date()]
     assert [(r.id, r.status) for r in runs] == [(run_id, "cancelled")]
+    message = sim.announcements.last_message
+    assert message is not None and "**Cancelled**" in (message.embeds[0].description or ""), (
+        "the sign-up message says the date is cancelled"
+    )
     notices = [
         line
         for line in staff_lines(sim)
