@@ -88,6 +88,8 @@ async def test_sync_publishes_the_event_group_globally_or_to_one_guild(sim: Sim)
         "upcoming",
         "validate",
         "publish",
+        "skip-date",
+        "move-date",
     }
 
 

@@ -61,6 +61,7 @@ from runner.history import Actor
 from runner.schema import metadata
 from tests.support.definitions import announce, cue, event, phase
 from wiring.config import Config
+from wiring.date_exceptions import DateRefused
 
 # The run and step tables' ids in every world: one run, its first phase's announce and cue.
 RUN, ANNOUNCE, CUE = 1, 1, 2
@@ -89,6 +90,8 @@ CONTROLS = (
     "health",
     "validate",
     "publish",
+    "skip-date",
+    "move-date",
     "cue Confirm",
     "cue Skip",
     "Start anyway",
@@ -102,6 +105,9 @@ READS = ("status", "list", "upcoming", "health")
 STARTS = ("start", "rehearse", "Start anyway", "Rehearse anyway")
 # The ones that take a definition file (tried with nothing in flight); a preview stores nothing.
 PUBLISHES = ("validate", "publish")
+# The ones that publish a new version with one date changed: this event has no cron schedule, so
+# an allowed member reaches the command's own refusal (their success is tests/bot's).
+DATES = ("skip-date", "move-date")
 
 # What each capability lets its holders do, as the refusal words it.
 WHAT = {
@@ -126,6 +132,8 @@ CAPABILITY = {
     "health": "staff",
     "validate": "publish",
     "publish": "publish",
+    "skip-date": "publish",
+    "move-date": "publish",
     "cue Confirm": "cue",
     "cue Skip": "cue",
     "Start anyway": "start",
@@ -155,6 +163,8 @@ MATRIX = {
     "health": ("-", "Y", "Y", "Y", "-", "-"),
     "validate": ("-", "-", "Y", "Y", "-", "-"),
     "publish": ("-", "-", "Y", "Y", "-", "-"),
+    "skip-date": ("-", "-", "Y", "Y", "-", "-"),
+    "move-date": ("-", "-", "Y", "Y", "-", "-"),
     "cue Confirm": ("-", "Y", "-", "Y", "-", "-"),
     "cue Skip": ("-", "Y", "-", "Y", "-", "-"),
     "Start anyway": ("-", "-", "Y", "Y", "-", "-"),
@@ -349,7 +359,7 @@ async def start_run(world: World) -> None:
 
 async def stage(world: World, control: str, actor: str) -> Stage:
     env, bot = world.env, world.bot
-    if control in STARTS or control in PUBLISHES:
+    if control in STARTS or control in PUBLISHES or control in DATES:
         pass  # nothing in flight: a start would start run 1
     elif control == "retry":
         # Discord refuses the first announcement: the step fails and the run pauses on it.
@@ -419,6 +429,8 @@ async def act(world: World, control: str, actor: str, staged: Stage) -> simcord.
         "health": {},
         "validate": {"file": retold()},
         "publish": {"file": retold()},
+        "skip-date": {"event": "raid", "date": "2026-12-25"},
+        "move-date": {"event": "raid", "date": "2026-12-25", "to": "2026-12-26 18:00"},
     }[control]
     return await member.slash(channel, f"event {control}", **options)
 
@@ -456,6 +468,11 @@ async def assert_succeeded(
         if control == "status":
             assert "Status: **running**" in (embeds[-1].description or "")
         assert await snapshot(engine) == before, "reading changes nothing"
+        return
+    if control in DATES:
+        assert "raid has no recurring (cron) schedule" in reply_text(result)
+        simcord.assert_error(world.env, DateRefused)
+        assert await snapshot(engine) == before, "a refused date change stores nothing"
         return
     if control in PUBLISHES:
         text = reply_text(result)
