@@ -101,21 +101,29 @@ def _message(row: sql.Row) -> SignupMessage:
 
 
 async def runs_to_announce(
-    engine: AsyncEngine, after_run_id: int, *, limit: int = 200
+    engine: AsyncEngine, after_run_id: int, now: dt.datetime, *, limit: int = 200
 ) -> tuple[list[tuple[int, str]], int]:
-    """Runs in flight past ``after_run_id`` whose sign-up names a channel and that have no
-    message yet: (run id, the channel as written); and the last run id looked at."""
+    """Runs in flight past ``after_run_id`` whose sign-up names a channel, that have no message
+    yet and whose sign-ups are open by ``now`` (``signup.opens``, or at once): (run id, the
+    channel as written); and the run id the next look may start after. That id stops before
+    the first run whose sign-ups open later, so it is looked at again until they do."""
     found: list[tuple[int, str]] = []
     last = after_run_id
+    waiting = False
     async with engine.connect() as conn:
         rows = await sql.runs_without_message(conn, after_run_id, limit)
         cache = signups.versions_of(engine)
         for row in rows:
-            last = max(last, int(row["id"]))
             try:
                 signup = (await cache.get(conn, int(row["version_id"]))).signup
             except UnreadableDefinition:
+                signup = None
+            opens = None if signup is None or signup.opens is None else dt.timedelta(seconds=signup.opens)
+            if opens is not None and row["scheduled_for"] - opens > now:
+                waiting = True
                 continue
+            if not waiting:
+                last = max(last, int(row["id"]))
             if signup is not None and signup.channel:
                 found.append((int(row["id"]), signup.channel))
     return found, last

@@ -79,8 +79,11 @@ def event_lines(event: views.UpcomingEvent) -> str:
 
 
 def occurrence_line(occurrence: schedule.Upcoming, zone: str) -> str:
+    if occurrence.skipped:
+        return f"skipped   {schedule.shown(occurrence.at, zone)}"
     run = f"run {occurrence.run_id}" if occurrence.run_id is not None else "planned"
-    return f"{run:<10}{schedule.shown(occurrence.at, zone)}"
+    moved = f" (moved from {schedule.shown(occurrence.moved_from, zone)})" if occurrence.moved_from else ""
+    return f"{run:<10}{schedule.shown(occurrence.at, zone)}{moved}"
 
 
 def next_line(events: Sequence[views.UpcomingEvent]) -> str | None:
@@ -109,6 +112,8 @@ def _record(event: views.UpcomingEvent) -> dict[str, object]:
                         "at_utc": o.at.isoformat() + "Z",
                         "shown": schedule.shown(o.at, event.zone),
                         "run_id": o.run_id,
+                        "date_skipped": o.skipped,
+                        "moved_from_utc": o.moved_from.isoformat() + "Z" if o.moved_from else None,
                     }
                     for o in s.occurrences
                 ],

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import definitions as defs
-from runner import history, lifecycle, reminder_rules, schedule
+from runner import history, lifecycle, occurrence_moves, reminder_rules, schedule
 from runner.db import retry_on_conflict
 from runner.definitions import REHEARSAL_KEY_PREFIX, EventDefinition
 from runner.errors import UnknownDefinition, UnreadableDefinition
@@ -117,10 +117,8 @@ async def _follow_new_version(
     scopes = set(definition.run_scopes())
     for run in await run_occurrences.upcoming_of_definition(conn, current_definition.definition_id, now):
         moment = run.occurrence_at or run.scheduled_for
-        still = run.scope in scopes and moment in set(
-            schedule.occurrences(definition, moment - dt.timedelta(microseconds=1), moment)
-        )
-        if not still:
+        start = schedule.start_of(definition, moment) if run.scope in scopes else None
+        if start is None:
             await lifecycle.move_run(
                 conn,
                 run.id,
@@ -133,6 +131,10 @@ async def _follow_new_version(
                 reason=f"version {number} no longer has this occurrence",
             )
             continue
+        if start != run.scheduled_for:
+            # A moved date (or a move taken back): the run already booked follows, keeping its
+            # sign-ups, and its reminders are rebuilt for the new start by ``_repoint``.
+            run = await occurrence_moves.reschedule(conn, run, start, number, now, actor)
         await _repoint(conn, current_definition, run, number, now)
 
 
@@ -248,6 +250,7 @@ async def create_run(
     actor: history.Actor | None = None,
     rehearsal: bool = False,
     manual: bool = False,
+    occurrence: dt.datetime | None = None,
 ) -> int | None:
     """One occurrence with its first phase's steps (and, for a scheduled occurrence, its
     reminders); ``None`` if the occurrence already exists. A ``manual`` start is no occurrence
@@ -272,6 +275,7 @@ async def create_run(
         manual=manual,
         # The one due query finds the run at its first reminder: no per-tick scan of reminders.
         wake_at=reminder_rules.earliest_due(definition, scheduled_for) if reminded else None,
+        occurrence_at=occurrence,
     )
     if run_id is None:
         return None

@@ -30,6 +30,7 @@ class Kind(enum.StrEnum):
     RUN_STALLED = "run.stalled"
     RUN_RECOVERED = "run.recovered"
     RUN_REPOINTED = "run.repointed"
+    RUN_MOVED = "run.moved"
     PHASE_STARTED = "phase.started"
     PHASE_COMPLETED = "phase.completed"
     STEP_DONE = "step.done"

@@ -10,12 +10,12 @@ from __future__ import annotations
 import datetime as dt
 import zoneinfo
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cronsim import CronSim
 
 from runner.clock import to_naive_utc
-from runner.definitions import CronSchedule, EventDefinition, OnceSchedule, Schedule
+from runner.definitions import CronSchedule, EventDefinition, OnceSchedule, Schedule, cron_dates
 
 # A tick never works out more than this many occurrences of one definition at once, so a cron
 # of "every minute" after a week of downtime cannot flood the table.
@@ -31,18 +31,64 @@ def occurrences(definition: EventDefinition, after: dt.datetime, until: dt.datet
             yield at
         return
     if isinstance(schedule, CronSchedule):
-        zone = zoneinfo.ZoneInfo(schedule.timezone)
-        start = after.replace(tzinfo=dt.UTC).astimezone(zone)
         # Only yielded moments count towards the cap: the engine reads "as many as the cap" as
         # "stopped early, carry on from the last one next pass".
         count = 0
-        for local in CronSim(schedule.cron, start):
-            moment = to_naive_utc(local)
+        for moment in _cron_moments(schedule, after):
             if moment > until or count >= MAX_OCCURRENCES_PER_PASS:
                 return
-            if moment > after:
-                count += 1
-                yield moment
+            count += 1
+            yield moment
+
+
+def moved_to(schedule: Schedule) -> dict[dt.datetime, dt.datetime]:
+    """Each moved occurrence's new start -> the start it had, both naive UTC."""
+    if not isinstance(schedule, CronSchedule):
+        return {}
+    zone = zoneinfo.ZoneInfo(schedule.timezone)
+    moved = {}
+    for day, target in schedule.moves.items():
+        for local in cron_dates.firings_on(schedule.cron, schedule.timezone, day):
+            moved[to_naive_utc(target.replace(tzinfo=zone))] = to_naive_utc(local)
+    return moved
+
+
+def _cron_moments(schedule: CronSchedule, after: dt.datetime) -> Iterator[dt.datetime]:
+    """The cron's firings strictly after ``after`` without its skipped and moved dates, with the
+    moved ones' new starts in their place, in order."""
+    zone = zoneinfo.ZoneInfo(schedule.timezone)
+    left_out = set(schedule.skip) | set(schedule.moves)
+    targets = sorted(at for at in moved_to(schedule) if at > after)
+    try:
+        for local in CronSim(schedule.cron, after.replace(tzinfo=dt.UTC).astimezone(zone)):
+            moment = to_naive_utc(local)
+            if moment <= after or local.date() in left_out:
+                continue
+            while targets and targets[0] <= moment:
+                yield targets.pop(0)
+            yield moment
+    except OverflowError:
+        # A cron whose next firing lies past the year 9999 simply has no more occurrences.
+        pass
+    yield from targets
+
+
+def start_of(definition: EventDefinition, occurrence: dt.datetime) -> dt.datetime | None:
+    """When this version starts the occurrence whose scheduled moment is ``occurrence`` (naive
+    UTC, the run's occurrence key): that moment, a moved date's new start, or ``None`` when the
+    version has no such occurrence (another schedule, or the date is skipped)."""
+    schedule = definition.schedule
+    if not isinstance(schedule, CronSchedule):
+        found = occurrences(definition, occurrence - dt.timedelta(microseconds=1), occurrence)
+        return occurrence if occurrence in set(found) else None
+    zone = zoneinfo.ZoneInfo(schedule.timezone)
+    day = occurrence.replace(tzinfo=dt.UTC).astimezone(zone).date()
+    firings = {to_naive_utc(f) for f in cron_dates.firings_on(schedule.cron, schedule.timezone, day)}
+    if occurrence not in firings or day in schedule.skip:
+        return None
+    if day in schedule.moves:
+        return to_naive_utc(schedule.moves[day].replace(tzinfo=zone))
+    return occurrence
 
 
 def describe(schedule: Schedule) -> str:
@@ -67,18 +113,11 @@ def next_occurrences(definition: EventDefinition, after: dt.datetime, count: int
         return [at] if at > after else []
     if not isinstance(schedule, CronSchedule):
         return []
-    zone = zoneinfo.ZoneInfo(schedule.timezone)
     found: list[dt.datetime] = []
-    try:
-        for local in CronSim(schedule.cron, after.replace(tzinfo=dt.UTC).astimezone(zone)):
-            moment = to_naive_utc(local)
-            if moment > after:
-                found.append(moment)
-                if len(found) == count:
-                    break
-    except OverflowError:
-        # A cron whose next firing lies past the year 9999 simply has no more occurrences.
-        pass
+    for moment in _cron_moments(schedule, after):
+        found.append(moment)
+        if len(found) == count:
+            break
     return found
 
 
@@ -122,6 +161,10 @@ class Upcoming:
 
     at: dt.datetime
     run_id: int | None = None
+    # A moved date's start as the schedule had it; ``skipped``: a date that has no occurrence,
+    # listed where it would have been so staff see the exception.
+    moved_from: dt.datetime | None = None
+    skipped: bool = False
 
 
 @dataclass(frozen=True)
@@ -148,11 +191,27 @@ def upcoming_by_scope(
         by_scope.setdefault(scope, []).append(Upcoming(at, run_id))
     after = max(now, created_until) if created_until is not None else now
     computed = next_occurrences(definition, after, count)
+    origins = moved_to(definition.schedule)
     answer = []
     for scope, found in by_scope.items():
         taken = {item.at for item in found}
         if scope in scopes:
             found = found + [Upcoming(at) for at in computed if at not in taken]
         found.sort(key=lambda item: item.at)
-        answer.append(ScopeUpcoming(scope, found[:count]))
+        found = [replace(item, moved_from=origins.get(item.at)) for item in found[:count]]
+        answer.append(ScopeUpcoming(scope, _with_skipped(definition.schedule, found, now)))
     return answer
+
+
+def _with_skipped(schedule: Schedule, found: list[Upcoming], now: dt.datetime) -> list[Upcoming]:
+    """``found`` with the skipped dates between now and its last occurrence."""
+    if not isinstance(schedule, CronSchedule) or not schedule.skip or not found:
+        return found
+    last = found[-1].at
+    skipped = [
+        Upcoming(moment, skipped=True)
+        for day in schedule.skip
+        for local in cron_dates.firings_on(schedule.cron, schedule.timezone, day)
+        if now < (moment := to_naive_utc(local)) <= last
+    ]
+    return sorted(found + skipped, key=lambda item: item.at)

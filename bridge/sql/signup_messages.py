@@ -94,7 +94,7 @@ async def message_of(conn: AsyncConnection, run_id: int) -> Row | None:
 async def runs_without_message(conn: AsyncConnection, after_run_id: int, limit: int) -> Sequence[Row]:
     """Runs in flight, with an id past ``after_run_id``, that have no sign-up message row."""
     query = (
-        sa.select(runs.c.id, runs.c.version_id)
+        sa.select(runs.c.id, runs.c.version_id, runs.c.scheduled_for)
         .outerjoin(signup_messages, signup_messages.c.run_id == runs.c.id)
         .where(
             runs.c.id > after_run_id,

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from cronsim import CronSim, CronSimError
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -25,6 +26,7 @@ from pydantic import (
 )
 
 from runner import limits
+from runner.definitions import cron_dates
 from runner.definitions.durations import bounded_seconds, grace_seconds
 from runner.definitions.keys import checked_key, repeated
 from runner.definitions.signup import SignupDefinition
@@ -80,6 +82,10 @@ class CronSchedule(_Strict):
     kind: Literal["cron"] = "cron"
     cron: str
     timezone: str
+    # Dates without an occurrence, and dates whose occurrence starts at another local time
+    # (``runner.definitions.cron_dates``).
+    skip: Annotated[list[dt.date], AfterValidator(sorted)] = Field(default_factory=list)
+    moves: dict[dt.date, dt.datetime] = Field(default_factory=dict)
 
     @field_validator("timezone")
     @classmethod
@@ -108,6 +114,15 @@ class CronSchedule(_Strict):
         except (CronSimError, ValueError, KeyError, IndexError, OverflowError) as exc:
             raise ValueError(f"invalid cron expression {value[:60]!r}: {exc}") from None
         return value
+
+    @model_validator(mode="after")
+    def _dates(self) -> CronSchedule:
+        moves = {day: cron_dates.local_move(at, self.timezone) for day, at in self.moves.items()}
+        found = cron_dates.problems(self.cron, self.timezone, self.skip, moves)
+        if found:
+            raise ValueError("; ".join(found))
+        object.__setattr__(self, "moves", dict(sorted(moves.items())))
+        return self
 
     def occurrences_per_day(self) -> int:
         """At most how many times it fires in one day (the day fields only choose which days)."""
@@ -402,9 +417,14 @@ class EventDefinition(_Strict):
         # Left out when unset, so a version published before sign-ups existed hashes as it did.
         if dumped.get("signup") is None:
             dumped.pop("signup", None)
-        elif dumped["signup"].get("interested") is None:
-            # Likewise a sign-up written before ``interested`` existed.
-            dumped["signup"].pop("interested", None)
+        else:
+            # Likewise a sign-up written before ``interested`` or ``opens`` existed.
+            for field in ("interested", "opens"):
+                if dumped["signup"].get(field) is None:
+                    dumped["signup"].pop(field, None)
+        # Likewise a schedule written before skipped and moved dates existed.
+        for field in [name for name, value in dumped["schedule"].items() if value in ([], {})]:
+            dumped["schedule"].pop(field)
         return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
     def content_hash(self) -> str:

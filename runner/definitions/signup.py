@@ -6,6 +6,9 @@ Written as staff write it::
       options: {tank: 2, healer: 2, dps: 6}   # or a list of names: [going, maybe]
       capacity: 10                             # overall, optional
       closes: 2h                               # before the start, "start" (the default) or "end"
+      opens: 7d                                # the message is posted this long before the start
+                                               # (default: when the run is booked, about a day
+                                               # ahead), optional; needs channel
       late_cancel: 2h                          # a leave this close to the start is flagged
       channel: announcements                   # posted there when a run is booked, optional
       roles: [members]                         # who may sign up (role aliases), optional
@@ -44,6 +47,8 @@ MAX_OPTIONS = 20
 OPTION_NAME_MAX = 32
 MAX_CAPACITY = 1000
 MAX_CLOSES_SECONDS = 14 * 24 * 60 * 60
+# A month: a run is booked this far ahead for its message, so the limit bounds the runs waiting.
+MAX_OPENS_SECONDS = 30 * 24 * 60 * 60
 DEFAULT_LATE_CANCEL_SECONDS = 2 * 60 * 60
 MAX_SIGNUP_ROLES = 10
 # The overall pool's name in storage: ``checked_key`` keeps every option name from being it.
@@ -116,6 +121,30 @@ class SignupDefinition(BaseModel):
     # The option members who marked the run's Discord scheduled event Interested are signed up
     # to (``bot.cogs.signups._import``); without it nobody is imported.
     interested: str | None = None
+    # Seconds before the start at which the message is posted (and sign-ups open); ``None``: when
+    # the run is booked. Left out of the stored hash when unset (``EventDefinition.canonical_json``).
+    opens: float | None = None
+
+    @field_validator("opens", mode="before")
+    @classmethod
+    def _opens(cls, value: Any) -> float | None:
+        return (
+            None
+            if value is None
+            else bounded_seconds(value, "opens (a duration before the start)", MAX_OPENS_SECONDS)
+        )
+
+    @model_validator(mode="after")
+    def _opens_before_closing(self) -> SignupDefinition:
+        if self.opens is None:
+            return self
+        if self.channel is None:
+            raise ValueError(
+                "opens needs channel: without one a discord.signup step posts the message when it runs"
+            )
+        if self.opens <= self.closes_before_start():
+            raise ValueError("opens must come before closes (a longer time before the start)")
+        return self
 
     @field_validator("options", mode="before")
     @classmethod

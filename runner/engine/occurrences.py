@@ -17,7 +17,7 @@ from runner.engine.core import DefinitionKey, StageResult, log
 from runner.errors import UnreadableDefinition
 from runner.history import Actor
 from runner.lifecycle import move_run
-from runner.schedule import MAX_OCCURRENCES_PER_PASS, occurrences
+from runner.schedule import MAX_OCCURRENCES_PER_PASS, moved_to, occurrences
 from runner.sql import definitions as definitions_sql
 from runner.sql import run_leases, run_occurrences
 from runner.sql import runs as runs_sql
@@ -75,6 +75,9 @@ class Materialise:
                 return ahead
         if definition.reminders:
             ahead = max(ahead, definition.longest_reminder_lead() + ahead / 2)
+        if definition.signup is not None and definition.signup.opens is not None:
+            # The sign-up message is posted from the run: it must exist when sign-ups open.
+            ahead = max(ahead, definition.signup.opens + ahead / 2)
         if definition.discord_event_settings(ctx.settings.list_by_default) is not None:
             ahead = max(ahead, ctx.settings.listing_horizon_seconds)
         return ahead
@@ -106,12 +109,19 @@ class Materialise:
                 in_force = await self._version_in_force(ctx, conn, row, int(version["id"]))
                 if in_force is None or isinstance(in_force.definition.schedule, ManualSchedule):
                     continue
-                taken = await run_occurrences.occurrences_taken(conn, definition_id, lower, upper)
+                # A moved date's run holds the schedule's own moment as its occurrence key, which
+                # may lie outside the window: the taken keys are read from the earliest of them.
+                origins = moved_to(in_force.definition.schedule)
+                since = min([lower, *(o for at, o in origins.items() if lower < at <= upper)])
+                taken = await run_occurrences.occurrences_taken(conn, definition_id, since, upper)
                 scopes = in_force.definition.run_scopes()
                 for moment in self._moments(in_force.definition, lower, upper):
-                    missing = [scope for scope in scopes if (moment, scope) not in taken]
+                    occurrence = origins.get(moment, moment)
+                    missing = [scope for scope in scopes if (occurrence, scope) not in taken]
                     for scope in missing:
-                        if await catalog.create_run(conn, in_force, scope, moment, now, actor=SCHEDULE):
+                        if await catalog.create_run(
+                            conn, in_force, scope, moment, now, actor=SCHEDULE, occurrence=occurrence
+                        ):
                             created += 1
                     # Only occurrences this pass really created count towards its budget: after a
                     # publish, walking the ones the old version already created costs nothing.

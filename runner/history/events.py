@@ -195,6 +195,16 @@ class RunRepointed(Event):
 
 
 @dataclass(frozen=True)
+class RunMoved(Event):
+    """A run not yet started starts at another time: a new version moved its date."""
+
+    KIND: ClassVar[Kind] = Kind.RUN_MOVED
+    from_at: dt.datetime
+    to_at: dt.datetime
+    version: int
+
+
+@dataclass(frozen=True)
 class PhaseStarted(Event):
     KIND: ClassVar[Kind] = Kind.PHASE_STARTED
     phase: str
@@ -378,6 +388,7 @@ _BY_KIND: dict[str, type[Event]] = {
         RunStalled,
         RunRecovered,
         RunRepointed,
+        RunMoved,
         PhaseStarted,
         PhaseCompleted,
         StepDone,

@@ -65,6 +65,17 @@ async def upcoming_of_definition(
     return [RunRecord.from_row(row) for row in (await conn.execute(query)).mappings().all()]
 
 
+async def move_start(conn: AsyncConnection, run_id: int, start: dt.datetime, now: dt.datetime) -> bool:
+    """A scheduled run starts at ``start`` instead: its occurrence key stays the schedule's
+    moment, so the moved occurrence is not booked a second time."""
+    result = await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id, runs.c.status == RunStatus.SCHEDULED)
+        .values(scheduled_for=start, wake_at=start, nudges=runs.c.nudges + 1, updated_at=now)
+    )
+    return result.rowcount == 1
+
+
 async def repoint(
     conn: AsyncConnection,
     run_id: int,

@@ -38,8 +38,10 @@ async def insert(
     started_by: str | None = None,
     manual: bool = False,
     wake_at: dt.datetime | None = None,
+    occurrence_at: dt.datetime | None = None,
 ) -> int | None:
-    """Create one occurrence; ``None`` when ``uq_evrun_occurrence`` already holds it. A
+    """Create one occurrence; ``occurrence_at``: the schedule's moment it stands for when it
+    starts at another (a moved date), so the moved occurrence is still booked once. ``None`` when ``uq_evrun_occurrence`` already holds it. A
     ``manual`` run (started by hand) is no occurrence: it holds no key and never collides.
     ``wake_at``: its first wake when that comes before its start (its first reminder)."""
     result = await conn.execute(
@@ -48,7 +50,7 @@ async def insert(
             version_id=version_id,
             scope=scope,
             scheduled_for=scheduled_for,
-            occurrence_at=None if manual else scheduled_for,
+            occurrence_at=None if manual else (occurrence_at or scheduled_for),
             concurrency_key=concurrency_key,
             rehearsal=rehearsal,
             started_by=started_by,

@@ -77,7 +77,7 @@ async def list_definitions(
         next_at = None
         if now is not None:
             plan = _plan(definition, row, created, now, 1)
-            next_at = min((s.occurrences[0].at for s in plan if s.occurrences), default=None)
+            next_at = min((o.at for s in plan for o in s.occurrences if not o.skipped), default=None)
         summaries.append(
             DefinitionSummary(
                 row["key"],
@@ -114,7 +114,7 @@ class UpcomingEvent:
 
     @property
     def next_at(self) -> dt.datetime | None:
-        return min((s.occurrences[0].at for s in self.scopes if s.occurrences), default=None)
+        return min((o.at for s in self.scopes for o in s.occurrences if not o.skipped), default=None)
 
 
 async def upcoming(

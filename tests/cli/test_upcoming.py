@@ -13,6 +13,7 @@ import itertools
 import json
 import re
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -237,3 +238,28 @@ def test_validate_shows_a_once_ahead_and_refuses_one_already_over_naming_the_dat
     assert "      next: Sat 5 Dec 2099 18:00 UTC" in result.lines
     assert f"FAIL  {over}: 1 problem" in result.out
     assert "2020-12-05T19:00:00+01:00 (Sat 05 Dec 2020 18:00 UTC) is in the past" in result.out
+
+
+def test_upcoming_shows_a_skipped_date_and_a_moved_one_with_where_it_was(
+    cli: Cli, tmp_path: Path, database: str
+) -> None:
+    """Issue 28: a date skipped in the definition is listed as ``skipped`` where it would have
+    been, and a moved one at its new time, saying the time it had."""
+    today = dt.datetime.now(dt.UTC).astimezone(ZoneInfo("Asia/Tokyo")).date()
+    skipped, moved = today + dt.timedelta(days=3), today + dt.timedelta(days=4)
+    schedule = {
+        "cron": "0 12 * * *",
+        "timezone": "Asia/Tokyo",
+        "skip": [skipped.isoformat()],
+        "moves": {moved.isoformat(): f"{moved} 14:00"},
+    }
+    publish(cli, tmp_path, database, daily(scopes=[], schedule=schedule), "quiz")
+    result = cli("upcoming", "daily-quiz", "--count", "6", "--database", database)
+    assert result.code == 0, result.err
+    day = f"{skipped:%a} {skipped.day} {skipped:%b} {skipped.year}"
+    assert f"  skipped   {day} 12:00 JST (03:00 UTC)" in result.lines
+    new_day = f"{moved:%a} {moved.day} {moved:%b} {moved.year}"
+    assert (
+        f"  planned   {new_day} 14:00 JST (05:00 UTC) (moved from {new_day} 12:00 JST (03:00 UTC))"
+        in result.lines
+    ), result.lines

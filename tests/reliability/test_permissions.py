@@ -61,6 +61,7 @@ from runner.history import Actor
 from runner.schema import metadata
 from tests.support.definitions import announce, cue, event, phase
 from wiring.config import Config
+from wiring.date_exceptions import DateRefused
 
 # The run and step tables' ids in every world: one run, its first phase's announce and cue.
 RUN, ANNOUNCE, CUE = 1, 1, 2
@@ -92,6 +93,8 @@ CONTROLS = (
     "create",
     "edit",
     "export",
+    "skip-date",
+    "move-date",
     "cue Confirm",
     "cue Skip",
     "Start anyway",
@@ -107,6 +110,9 @@ STARTS = ("start", "rehearse", "Start anyway", "Rehearse anyway")
 PUBLISHES = ("validate", "publish")
 # The ones that open a form, or hand the YAML back (issue 28 item 1); a form stores nothing.
 AUTHORING = ("create", "edit", "export")
+# The ones that publish a new version with one date changed: this event has no cron schedule, so
+# an allowed member reaches the command's own refusal (their success is tests/bot's).
+DATES = ("skip-date", "move-date")
 
 # What each capability lets its holders do, as the refusal words it.
 WHAT = {
@@ -134,6 +140,8 @@ CAPABILITY = {
     "create": "publish",
     "edit": "publish",
     "export": "staff",
+    "skip-date": "publish",
+    "move-date": "publish",
     "cue Confirm": "cue",
     "cue Skip": "cue",
     "Start anyway": "start",
@@ -166,6 +174,8 @@ MATRIX = {
     "create": ("-", "-", "Y", "Y", "-", "-"),
     "edit": ("-", "-", "Y", "Y", "-", "-"),
     "export": ("-", "Y", "Y", "Y", "-", "-"),
+    "skip-date": ("-", "-", "Y", "Y", "-", "-"),
+    "move-date": ("-", "-", "Y", "Y", "-", "-"),
     "cue Confirm": ("-", "Y", "-", "Y", "-", "-"),
     "cue Skip": ("-", "Y", "-", "Y", "-", "-"),
     "Start anyway": ("-", "-", "Y", "Y", "-", "-"),
@@ -360,7 +370,7 @@ async def start_run(world: World) -> None:
 
 async def stage(world: World, control: str, actor: str) -> Stage:
     env, bot = world.env, world.bot
-    if control in STARTS or control in PUBLISHES or control in AUTHORING:
+    if control in STARTS or control in PUBLISHES or control in AUTHORING or control in DATES:
         pass  # nothing in flight: a start would start run 1
     elif control == "retry":
         # Discord refuses the first announcement: the step fails and the run pauses on it.
@@ -433,6 +443,8 @@ async def act(world: World, control: str, actor: str, staged: Stage) -> simcord.
         "create": {"template": "announcement"},
         "edit": {"event": "raid"},
         "export": {"event": "raid"},
+        "skip-date": {"event": "raid", "date": "2026-12-25"},
+        "move-date": {"event": "raid", "date": "2026-12-25", "to": "2026-12-26 18:00"},
     }[control]
     return await member.slash(channel, f"event {control}", **options)
 
@@ -470,6 +482,11 @@ async def assert_succeeded(
         if control == "status":
             assert "Status: **running**" in (embeds[-1].description or "")
         assert await snapshot(engine) == before, "reading changes nothing"
+        return
+    if control in DATES:
+        assert "raid has no recurring (cron) schedule" in reply_text(result)
+        simcord.assert_error(world.env, DateRefused)
+        assert await snapshot(engine) == before, "a refused date change stores nothing"
         return
     if control in PUBLISHES:
         text = reply_text(result)

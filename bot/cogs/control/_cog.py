@@ -26,6 +26,7 @@ from bot.cogs.control import _render as rendering
 from bot.cogs.control._health import bot_health, health_embed
 from bot.cogs.control._preflight import check_start, confirmed_scope
 from bot.cogs.cues._render import mark_settled, settled_text
+from bot.cogs.dates._cog import DateCommands
 from bot.cogs.events_tab._loop import listing_status_line
 from bot.cogs.publishing._flow import PublishButton, publish_upload, validate_upload
 from bot.cogs.signups._view import with_signup_counts
@@ -76,7 +77,7 @@ def matches(current: str, *texts: str) -> bool:
     return not needle or any(needle in t.lower() for t in texts)
 
 
-class EventCog(commands.GroupCog, group_name="event", group_description="Run live events"):
+class EventCog(DateCommands, commands.GroupCog, group_name="event", group_description="Run live events"):
     def __init__(self, bot: Served, client: discord.Client) -> None:
         # ``bot``: what the commands act through; ``client``: Discord itself (the channels
         # ``/event health`` checks, the cue messages ``/event cancel`` and ``skip`` edit).

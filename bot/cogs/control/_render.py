@@ -193,8 +193,11 @@ UPCOMING_MORE_ROOM = 100
 
 def _occurrence_line(scope: str, occurrence: Upcoming) -> str:
     where = f"**{clip(scope, 40)}** · " if scope else ""
+    if occurrence.skipped:
+        return f"{where}~~{timestamp(occurrence.at, 'F')}~~ skipped"
     run = f" · run `{occurrence.run_id}`" if occurrence.run_id is not None else ""
-    return f"{where}{_when(occurrence.at)}{run}"
+    moved = f" · moved from {timestamp(occurrence.moved_from, 'F')}" if occurrence.moved_from else ""
+    return f"{where}{_when(occurrence.at)}{run}{moved}"
 
 
 def _upcoming_lines(event: UpcomingEvent) -> list[str]:

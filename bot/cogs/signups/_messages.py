@@ -91,7 +91,9 @@ class SignupMessages(LeasedLoop):
 
     async def _book(self) -> None:
         now = self.kit.clock.now()
-        found, self.after_run_id = await signup_messages.runs_to_announce(self.kit.engine, self.after_run_id)
+        found, self.after_run_id = await signup_messages.runs_to_announce(
+            self.kit.engine, self.after_run_id, now
+        )
         for run_id, ref in found:
             channel = self._channel(ref)
             if channel is None:

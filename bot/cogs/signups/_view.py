@@ -18,7 +18,7 @@ from bot.custom_ids import SignupPress
 from bot.rendering import clip, timestamp
 from runner import signups
 from runner.signups import AlreadyIn, Confirmed, JoinAnswer, LeaveAnswer, Left, Moved, RefusedWhy, Waitlisted
-from runner.states import RUN_TERMINAL, SignupStatus
+from runner.states import RUN_TERMINAL, RunStatus, SignupStatus
 
 LEAVE = SignupPress.LEAVE
 NO_MENTIONS = discord.AllowedMentions.none()
@@ -76,7 +76,10 @@ def _names(members: list[signups.Signup], size: int) -> str:
 
 def signup_embed(listed: signups.SignupList, title: str, now: dt.datetime) -> discord.Embed:
     closed = listed.is_closed(now)
-    if closed:
+    if listed.run_status == RunStatus.CANCELLED:
+        # A skipped date (or a cancel) must not read as an event that merely stopped taking names.
+        when = "**Cancelled**: this date will not take place."
+    elif closed:
         when = "Sign-ups are closed."
     elif listed.closes_at is None:
         when = "Sign-ups stay open until the event ends."

@@ -128,6 +128,7 @@ LOGGED_EVENTS: tuple[type[history.Event], ...] = (
     history.ReminderSkipped,
     history.ReminderFailed,
     history.RunRepointed,
+    history.RunMoved,
     history.StepConfirmed,
     history.StepSkipped,
     history.StepRequeued,
@@ -238,6 +239,10 @@ def _words(entry: history.Entry, run: RunView | None) -> _Said | None:
             return _Said("⚠️", f": {text}", f"did not get {text}")
         case history.RunRepointed(version=version):
             return _Said("📝", f" will run version {version} of its event, published since it was scheduled")
+        case history.RunMoved(to_at=to_at, version=version):
+            return _Said(
+                "📅", f" now starts {timestamp(to_at)} (version {version} of its event moved the date)"
+            )
         case history.RunStatusChanged() as moved:
             return _status_words(moved, entry, run, actor, step)
         case history.SignupPromoted() | history.SignupLateCancel() as signup:
