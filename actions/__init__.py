@@ -3,12 +3,16 @@ Discord one, the rehearsal a console one, tests a recording one."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from actions.core import wait_action
 from actions.delivery import Delivery
 from actions.messaging import Describe, announce_action, cue_action
 from actions.signup import NoSignups, SignupStore, signup_action
 from actions.threads import RecordingThreads, ThreadStore, thread_action
+from actions.webhook import webhook_action
 from runner.registry import ActionRegistry
+from wiring.game_targets import WebhookTarget
 
 
 def build_registry(
@@ -16,6 +20,7 @@ def build_registry(
     describe: Describe,
     threads: ThreadStore | None = None,
     signups: SignupStore | None = None,
+    webhooks: Mapping[str, WebhookTarget] | None = None,
 ) -> ActionRegistry:
     """``threads``: where a run's threads are recorded (the database's ``bridge.threads.RunThreads``
     for a runner; in memory for checking definitions, which runs nothing). ``signups``: where a
@@ -25,6 +30,8 @@ def build_registry(
     registry.register("messaging", [announce_action(delivery, describe), cue_action(delivery, describe)])
     registry.register("threads", [thread_action(delivery, describe, threads or RecordingThreads())])
     registry.register("signups", [signup_action(delivery, describe, signups or NoSignups())])
+    # ``webhooks``: the config's targets by alias (none: a step naming one fails at preflight).
+    registry.register("webhook", [webhook_action(webhooks or {}, describe)])
     return registry
 
 

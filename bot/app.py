@@ -123,9 +123,9 @@ class EventBot(commands.Bot):
             settings=runner_settings or self._runner_settings(config),
             owner=owner,
             drive_starts=True,
+            webhooks=config.webhooks,
         )
-        # Another process may share the token and the database: each interaction is claimed
-        # before anything acts on it (``bot.claims``), and the loops below hold a lease on their work.
+        # Another process may share token and database: interactions are claimed, work leased.
         process = self.services.runner.owner
         self.interaction_gate = InteractionGate(ExternalClaims(engine, process), self.clock)
         self.work_leases = WorkLeases(engine, process, seconds=LEASE_PASSES * config.tick_interval_seconds)

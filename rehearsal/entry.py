@@ -72,6 +72,8 @@ async def rehearse(
                 clock=clock,
                 settings=REHEARSAL_SETTINGS,
                 owner=ACTOR.name,
+                # A rehearsal run sends nothing to them: the step says what it would send.
+                webhooks=config.webhooks,
             )
             rehearsal = Rehearsal(
                 services,
@@ -159,6 +161,7 @@ async def resume_rehearsals(
             clock=clock,
             settings=REHEARSAL_SETTINGS,
             owner=ACTOR.name,
+            webhooks=config.webhooks,
         )
         rehearsal = Rehearsal(
             services,

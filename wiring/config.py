@@ -37,6 +37,7 @@ from wiring.config_sections import (
     RetentionSettings,
     Strict,
 )
+from wiring.game_targets import WebhookTarget
 
 ENV_PREFIX = "EVENTBOT_"
 TOKEN_ENV = "DISCORD_TOKEN"
@@ -175,6 +176,8 @@ class Config(Strict):
     announce: AnnounceSettings = Field(default_factory=AnnounceSettings)
     discord_events: DiscordEventSettings = Field(default_factory=DiscordEventSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    # The webhook receivers ``webhook.post`` steps name by alias (``wiring.game_targets``).
+    webhooks: dict[Alias, WebhookTarget] = Field(default_factory=dict)
     tick_interval_seconds: Annotated[
         float,
         _bounded(

@@ -7,7 +7,7 @@ recording one; everything else is identical, which is what makes a rehearsal wor
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -26,6 +26,7 @@ from runner.engine import Runner, RunnerSettings
 from runner.registry import ActionRegistry
 from runner.signup_desk import SignupDesk
 from runner.signups import RunSignups
+from wiring.game_targets import WebhookTarget
 
 # The delivery a front end wired in, as its own type (the bot's is a DiscordDelivery).
 D = TypeVar("D", bound=Delivery)
@@ -53,6 +54,7 @@ def assemble(
     settings: RunnerSettings | None = None,
     owner: str | None = None,
     drive_starts: bool = False,
+    webhooks: Mapping[str, WebhookTarget] | None = None,
 ) -> Services[D]:
     """``make_delivery`` gets the step describer (for deliveries that render context themselves);
     a ready delivery is passed as ``lambda _: delivery``. ``drive_starts``: this process serves
@@ -62,7 +64,7 @@ def assemble(
     versions = VersionCache()
     describe = views.step_describer(engine, versions)
     delivery = make_delivery(describe)
-    registry = build_registry(delivery, describe, RunThreads(engine, clock), RunSignups(engine))
+    registry = build_registry(delivery, describe, RunThreads(engine, clock), RunSignups(engine), webhooks)
     runner = Runner(
         engine,
         registry,
