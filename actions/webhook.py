@@ -121,6 +121,17 @@ def webhook_action(
         body = json.dumps(params.body, separators=(",", ":"), sort_keys=True).encode()
         if len(body) > REQUEST_MAX:
             return _terminal(f"the body is {len(body)} bytes; a webhook step sends at most {REQUEST_MAX}")
+        undo = (
+            {"action": ACTION_ID, "params": {"target": params.target, "body": params.undo}}
+            if params.undo is not None
+            else None
+        )
+        if not envelope.verify:
+            context = await describe(envelope.run_id, envelope.step_id)
+            if context is not None and context.rehearsal:
+                # Sent nowhere, so no secret is needed: a rehearsal works on a machine without it.
+                shown = {"would_post": params.target, "body": params.body}
+                return {AnswerKey.OK: True, AnswerKey.OUTPUT: shown, AnswerKey.UNDO: undo}
         secret = target.secret(environ)
         if target.secret_env and secret is None:
             return _terminal(
@@ -128,15 +139,6 @@ def webhook_action(
             )
         if envelope.verify:
             return {AnswerKey.OK: True}
-        context = await describe(envelope.run_id, envelope.step_id)
-        undo = (
-            {"action": ACTION_ID, "params": {"target": params.target, "body": params.undo}}
-            if params.undo is not None
-            else None
-        )
-        if context is not None and context.rehearsal:
-            shown = {"would_post": params.target, "body": params.body}
-            return {AnswerKey.OK: True, AnswerKey.OUTPUT: shown, AnswerKey.UNDO: undo}
         timeout = max(min(target.timeout_seconds, budget_ms / 1000 - MARGIN_SECONDS), 0.5)
         try:
             answer = await sender.post(

@@ -196,6 +196,10 @@ async def test_a_rehearsal_sends_nothing_and_says_what_it_would_send(receiver: R
     assert answered.outcome is ActionOutcome.DONE
     assert answered.output == {"would_post": "rewards", "body": {"give": "gold"}}
     assert receiver.deliveries == []
+    # A rehearsal needs no secret: it works on a machine the secret was never put on.
+    unset = {"rewards": WebhookTarget(url=receiver.url + "/hook", secret_env="NOT_SET_ANYWHERE")}
+    answered = await post(registry(unset, rehearsal=True), {"target": "rewards", "body": {}})
+    assert answered.outcome is ActionOutcome.DONE and receiver.deliveries == []
 
 
 async def test_a_step_with_an_undo_answers_how_to_undo_it(receiver: Receiver) -> None:
