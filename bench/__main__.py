@@ -29,6 +29,7 @@ from bench import (
     throughput,
     timeliness,
     upload,
+    webhook,
 )
 from bench.backends import Backend, make_backend
 from bench.report import machine, table
@@ -46,6 +47,7 @@ BENCHMARKS = {
     "failover": failover.run,
     "signups": signups.run,
     "upload": upload.run,
+    "webhook": webhook.run,
     # Beside the mariadb backend only: runner processes on a three-node cluster of its own
     # (minutes, so only when asked for: --only galera).
     "galera": galera.run,
