@@ -31,7 +31,9 @@ def build_registry(
     registry.register("threads", [thread_action(delivery, describe, threads or RecordingThreads())])
     registry.register("signups", [signup_action(delivery, describe, signups or NoSignups())])
     # ``webhooks``: the config's targets by alias (none: a step naming one fails at preflight).
-    registry.register("webhook", [webhook_action(webhooks or {}, describe)])
+    registry.register(
+        "webhook", [webhook_action(webhooks or {}, describe, rehearsed=getattr(delivery, "would_send", None))]
+    )
     return registry
 
 

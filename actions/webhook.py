@@ -24,7 +24,7 @@ import hashlib
 import hmac
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -80,6 +80,10 @@ class AiohttpTransport:
             return Answer(response.status, raw.decode("utf-8", "replace"))
 
 
+# A rehearsal's front end showing what a step would have sent: run id, step id, scope, words.
+WouldSend = Callable[[int, int, str, str], Awaitable[None]]
+
+
 def signature(secret: bytes, message_id: str, timestamp: int, body: bytes) -> str:
     signed = f"{message_id}.{timestamp}.".encode() + body
     digest = hmac.new(secret, signed, hashlib.sha256).digest()
@@ -110,14 +114,15 @@ def webhook_action(
     transport: Transport | None = None,
     environ: Mapping[str, str] | None = None,
     budget_ms: int = BUDGET_MS,
+    rehearsed: WouldSend | None = None,
 ) -> Action[WebhookParams]:
+    """``rehearsed``: where a rehearsal run shows what it would have sent (the console's)."""
     sender = transport or AiohttpTransport()
 
     async def perform(envelope: Envelope, params: WebhookParams) -> dict[str, Any]:
         target = targets.get(params.target)
-        if target is None:
-            known = ", ".join(sorted(targets)) or "none are configured"
-            return _terminal(f"no webhook target {params.target!r} in the config's webhooks ({known})")
+        known = ", ".join(sorted(targets)) or "none are configured"
+        missing = f"no webhook target {params.target!r} in the config's webhooks ({known})"
         body = json.dumps(params.body, separators=(",", ":"), sort_keys=True).encode()
         if len(body) > REQUEST_MAX:
             return _terminal(f"the body is {len(body)} bytes; a webhook step sends at most {REQUEST_MAX}")
@@ -129,9 +134,17 @@ def webhook_action(
         if not envelope.verify:
             context = await describe(envelope.run_id, envelope.step_id)
             if context is not None and context.rehearsal:
-                # Sent nowhere, so no secret is needed: a rehearsal works on a machine without it.
+                # Sent nowhere, so neither the target nor its secret is needed: a rehearsal works
+                # on a machine they were never put on, and says what a live run would lack.
                 shown = {"would_post": params.target, "body": params.body}
+                if rehearsed is not None:
+                    said = json.dumps(params.body, ensure_ascii=False)[:500]
+                    lacking = "" if target is not None else f"; a live run would fail: {missing}"
+                    what = f"would post to webhook {params.target}: {said}{lacking}"
+                    await rehearsed(envelope.run_id, envelope.step_id, envelope.scope, what)
                 return {AnswerKey.OK: True, AnswerKey.OUTPUT: shown, AnswerKey.UNDO: undo}
+        if target is None:
+            return _terminal(missing)
         secret = target.secret(environ)
         if target.secret_env and secret is None:
             return _terminal(

@@ -73,6 +73,17 @@ class ConsoleDelivery:
             reason=reason,
         )
 
+    async def would_send(self, run_id: int, step_id: int, scope: str, what: str) -> None:
+        """A step that reaches the game (a webhook) in a rehearsal: what it would have sent."""
+        self.console.emit_for_step(
+            step_id,
+            "delivery",
+            f"{run_label(run_id, scope)}: {what} (a rehearsal: nothing is sent)",
+            kind="would_send",
+            run_id=run_id,
+            step_id=step_id,
+        )
+
     async def start_thread(self, request: ThreadRequest) -> StartedThread:
         label = run_label(request.run_id, request.context.scope if request.context else "")
         existing = self.threads.get(request.message_id)

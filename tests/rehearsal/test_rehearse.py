@@ -90,6 +90,9 @@ def test_the_invasion_shows_what_players_and_gms_would_see_at_virtual_times(cli:
     assert re.search(r"^\[\+00:10:00\] run \d aurora: announcement in #announcements, no ping$", out, re.M)
     assert re.search(r"^\[\+00:25:00\] run \d borealis: GM cue in", out, re.M)
     assert re.search(r"^\[\+00:30:00\] run \d celestia: completed \(health ok\)$", out, re.M)
+    # The reward reaches the game through a webhook: shown, never sent (issue 29 item 6).
+    assert out.count("would post to webhook rewards: {") == 3
+    assert out.count("(a rehearsal: nothing is sent)") == 3
 
 
 def test_a_delivery_is_printed_after_its_run_started_and_before_its_step_is_done(cli: Cli) -> None:
