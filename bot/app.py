@@ -41,6 +41,7 @@ from bot.cogs.control._cog import EventCog
 from bot.cogs.events_tab._loop import Mirror
 from bot.cogs.live._loop import LiveRuns
 from bot.cogs.publishing._drafts import Drafts
+from bot.cogs.signups._export import add_commands as add_signup_commands
 from bot.cogs.signups._import import SignupImports
 from bot.cogs.signups._messages import SignupMessages
 from bot.cogs.signups._roles import AttendeeRoles
@@ -304,13 +305,12 @@ class CommandPublisher(discord.Client):
 
 
 def event_commands() -> app_commands.Group:
-    """``/event`` as Discord is told it, built without a bot to serve it (with ``create``, ``edit``
-    and ``export`` added). discord.py binds a cog's commands in ``Cog.__new__``, so the group
-    exists without running ``EventCog.__init__`` (which takes the bot the commands serve):
-    publishing reads the commands' definitions and calls none of them."""
+    """``/event`` as Discord is told it, built without a bot to serve it (with the authoring and
+    sign-up export commands added). discord.py binds a cog's commands in ``Cog.__new__``, so the
+    group exists without running ``EventCog.__init__``: sync calls none of them."""
     group = EventCog.__new__(EventCog).app_command
     assert group is not None, "a GroupCog always has its group"
-    return add_authoring_commands(group)
+    return add_authoring_commands(add_signup_commands(group))
 
 
 class HasTree(Protocol):

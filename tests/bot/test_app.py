@@ -91,6 +91,7 @@ async def test_sync_publishes_the_event_group_globally_or_to_one_guild(sim: Sim)
         "create",
         "edit",
         "export",
+        "signups-export",
         "skip-date",
         "move-date",
     }
