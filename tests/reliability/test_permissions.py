@@ -56,6 +56,7 @@ from bot.cogs.control._cog import StartAnyway
 from bot.cogs.control._preflight import ALL_SCOPES
 from bot.cogs.cues._cog import cue_view
 from bot.cogs.live._loop import EDIT_GAP
+from bot.errors import BotError
 from runner import catalog, definitions
 from runner.history import Actor
 from runner.schema import metadata
@@ -93,6 +94,7 @@ CONTROLS = (
     "create",
     "edit",
     "export",
+    "signups-export",
     "skip-date",
     "move-date",
     "cue Confirm",
@@ -140,6 +142,7 @@ CAPABILITY = {
     "create": "publish",
     "edit": "publish",
     "export": "staff",
+    "signups-export": "staff",
     "skip-date": "publish",
     "move-date": "publish",
     "cue Confirm": "cue",
@@ -174,6 +177,7 @@ MATRIX = {
     "create": ("-", "-", "Y", "Y", "-", "-"),
     "edit": ("-", "-", "Y", "Y", "-", "-"),
     "export": ("-", "Y", "Y", "Y", "-", "-"),
+    "signups-export": ("-", "Y", "Y", "Y", "-", "-"),
     "skip-date": ("-", "-", "Y", "Y", "-", "-"),
     "move-date": ("-", "-", "Y", "Y", "-", "-"),
     "cue Confirm": ("-", "Y", "-", "Y", "-", "-"),
@@ -443,6 +447,7 @@ async def act(world: World, control: str, actor: str, staged: Stage) -> simcord.
         "create": {"template": "announcement"},
         "edit": {"event": "raid"},
         "export": {"event": "raid"},
+        "signups-export": {"run": RUN},
         "skip-date": {"event": "raid", "date": "2026-12-25"},
         "move-date": {"event": "raid", "date": "2026-12-25", "to": "2026-12-26 18:00"},
     }[control]
@@ -482,6 +487,12 @@ async def assert_succeeded(
         if control == "status":
             assert "Status: **running**" in (embeds[-1].description or "")
         assert await snapshot(engine) == before, "reading changes nothing"
+        return
+    if control == "signups-export":
+        # The raid has no signup: an allowed member reaches the command's own refusal.
+        assert "has no sign-up list" in reply_text(result)
+        simcord.assert_error(world.env, BotError)
+        assert await snapshot(engine) == before, "an export stores nothing"
         return
     if control in DATES:
         assert "raid has no recurring (cron) schedule" in reply_text(result)
