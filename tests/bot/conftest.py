@@ -204,3 +204,24 @@ async def sim(sqlite_engine: AsyncEngine, simcord_env: simcord.Env) -> AsyncIter
         await sim.publish(raid_spec())
         await sim.start_bot()
     yield sim
+
+
+# Two bot processes on one database (``tests/bot/two_processes.py``), for the exactly-once tests.
+# One engine for both: two engines on one SQLite file wait for each other's write lock with real
+# sleeps, which simcord's frozen clock never lets end.
+@pytest.fixture
+async def pair(sim: Sim) -> AsyncIterator[Any]:
+    from tests.bot.two_processes import Pair
+
+    both = Pair(sim, sim.engine)
+    try:
+        yield both
+    finally:
+        await both.close()
+
+
+@pytest.fixture
+def timing(sim: Sim, monkeypatch: pytest.MonkeyPatch) -> Any:
+    from tests.bot.two_processes import Timing
+
+    return Timing(sim, monkeypatch)

@@ -9,7 +9,6 @@ import asyncio
 import os
 import random
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from bot.work_lease import LEASE_PASSES
 from bridge.exclusive import ExternalClaims
 from cli.serve import until_stopped
 from runner.db import create_engine
-from tests.bot.conftest import TICK, Sim, make_config, raid_spec
+from tests.bot.conftest import TICK, make_config, raid_spec
 from tests.bot.two_processes import (
     PACE,
     PUBLISHERS,
@@ -37,22 +36,6 @@ from tests.bot.two_processes import (
     owner,
     staff_lines,
 )
-
-
-@pytest.fixture
-async def pair(sim: Sim) -> AsyncIterator[Pair]:
-    # One engine for both processes: two engines on one SQLite file wait for each other's write
-    # lock with real sleeps, which simcord's frozen clock never lets end (see the docstring).
-    pair = Pair(sim, sim.engine)
-    try:
-        yield pair
-    finally:
-        await pair.close()
-
-
-@pytest.fixture
-def timing(sim: Sim, monkeypatch: pytest.MonkeyPatch) -> Timing:
-    return Timing(sim, monkeypatch)
 
 
 @pytest.mark.slow

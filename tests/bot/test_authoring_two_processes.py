@@ -5,27 +5,9 @@ Publish stores one version."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
-from tests.bot.conftest import Sim, make_config
+from tests.bot.conftest import make_config
 from tests.bot.test_publish import versions
 from tests.bot.two_processes import PUBLISHERS, Pair, Timing, handled_once, last_answer
-
-
-@pytest.fixture
-async def pair(sim: Sim) -> AsyncIterator[Pair]:
-    pair = Pair(sim, sim.engine)
-    try:
-        yield pair
-    finally:
-        await pair.close()
-
-
-@pytest.fixture
-def timing(sim: Sim, monkeypatch: pytest.MonkeyPatch) -> Timing:
-    return Timing(sim, monkeypatch)
 
 
 async def test_a_create_form_sent_to_both_processes_is_answered_once_and_publishes_once(

@@ -6,31 +6,14 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from collections.abc import AsyncIterator
-
-import pytest
 
 from runner.history import entries_for_run
 from runner.sql import definitions as definitions_sql
 from runner.views import list_runs
-from tests.bot.conftest import TICK, Sim
+from tests.bot.conftest import TICK
 from tests.bot.test_signup_opens import book, signup_posts
 from tests.bot.test_skip_and_move_dates import booked, first_start
 from tests.bot.two_processes import PACE, Pair, Timing, assert_each_once, handled_once, staff_lines
-
-
-@pytest.fixture
-async def pair(sim: Sim) -> AsyncIterator[Pair]:
-    pair = Pair(sim, sim.engine)
-    try:
-        yield pair
-    finally:
-        await pair.close()
-
-
-@pytest.fixture
-def timing(sim: Sim, monkeypatch: pytest.MonkeyPatch) -> Timing:
-    return Timing(sim, monkeypatch)
 
 
 async def test_move_date_delivered_to_both_processes_moves_the_run_once(pair: Pair, timing: Timing) -> None:

@@ -6,9 +6,6 @@ frees nobody's seat. The one-process cases (online, and while the bot was offlin
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-
-import pytest
 
 from bot.cogs.signups._departures import CHECK_EVERY, MemberDepartures
 from bridge import signup_messages
@@ -16,15 +13,6 @@ from runner import history, signups
 from tests.bot.conftest import Sim
 from tests.bot.test_signups import book, field_values, message_of
 from tests.bot.two_processes import Pair
-
-
-@pytest.fixture
-async def pair(sim: Sim) -> AsyncIterator[Pair]:
-    pair = Pair(sim, sim.engine)
-    try:
-        yield pair
-    finally:
-        await pair.close()
 
 
 async def listed(sim: Sim, run_id: int) -> dict[str, str]:
