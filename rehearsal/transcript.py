@@ -127,6 +127,9 @@ def _show_step_line(
             text = f"{label}: {name} FAILED: {error}"
         case history.StepConfirmed() | history.StepSkipped() if entry.actor is not None:
             text += f" by {entry.actor.name}"
+        case history.StepSkipped(note=note) if note:
+            # Skipped by its condition: the cue's answer it waited for did not come.
+            text += f": {note}"
     show("step", text, **record)
 
 

@@ -27,6 +27,7 @@ from pydantic import (
 
 from runner import limits
 from runner.definitions import cron_dates
+from runner.definitions.conditions import StepCondition
 from runner.definitions.durations import bounded_seconds, grace_seconds
 from runner.definitions.keys import checked_key, repeated
 from runner.definitions.signup import SignupDefinition
@@ -248,6 +249,8 @@ class StepDefinition(_Strict):
     label: str | None = Field(default=None, max_length=200)
     params: dict[str, Any] = Field(default_factory=dict)
     on_failure: OnFailure = OnFailure.PAUSE
+    # Runs only when a named earlier cue was confirmed, or skipped (``definitions.conditions``).
+    when: StepCondition | None = None
 
     _plain_values = field_validator("params", mode="before")(_plain_params)
 
@@ -422,6 +425,10 @@ class EventDefinition(_Strict):
             for field in ("interested", "opens"):
                 if dumped["signup"].get(field) is None:
                     dumped["signup"].pop(field, None)
+        # Likewise steps written before a step could have a condition.
+        for step in (step for phase in dumped["phases"] for step in phase["steps"]):
+            if step.get("when") is None:
+                step.pop("when", None)
         # Likewise a schedule written before skipped and moved dates existed.
         for field in [name for name, value in dumped["schedule"].items() if value in ([], {})]:
             dumped["schedule"].pop(field)

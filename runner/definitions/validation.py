@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from runner import limits, placeholders
 from runner.clock import to_naive_utc
+from runner.definitions.conditions import condition_problems
 from runner.definitions.model import (
     DUPLICATE_PHASES,
     REMINDER_ACTION,
@@ -211,6 +212,7 @@ def validate(
     problems.extend(_signup_placeholder_problems(definition, file))
     problems.extend(_params_problems(definition, registry, file))
     problems.extend(_reminder_problems(definition, registry, file))
+    problems.extend(condition_problems(definition, file))
     if problems:
         raise DefinitionError(problems)
     return definition

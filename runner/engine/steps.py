@@ -14,6 +14,7 @@ from runner.dispatch import Classified, perform
 from runner.engine import claims, phases
 from runner.engine.claims import lease_kept_on_rollback
 from runner.engine.cleanup import late_undo, record_undo, undo_from
+from runner.engine.conditions import skipped_by_condition
 from runner.engine.context import EngineContext
 from runner.engine.core import (
     Go,
@@ -74,6 +75,8 @@ async def run_step(
     the phase's last open step, closes the phase (``Go.CROSSED``, ``Go.ENDED``): one
     transaction per step, each step's claim committed before its action runs, and acted on
     only while its lease covers the action (``claims``)."""
+    if await skipped_by_condition(ctx, run, definition, step):
+        return Go.REREAD  # its cue's answer says it does not run: the run carries on past it
     if not claimed and not await claim_step(ctx, lease, step):
         # Paused or cancelled underneath us, or a human settled this step: look again.
         return Go.REREAD

@@ -40,6 +40,14 @@ async def skip_by_human(
     return await _settle_by_human(conn, step_id, guard, StepStatus.SKIPPED, now, actor, note)
 
 
+async def skip_unmet(conn: AsyncConnection, step_id: int, owner: str, now: dt.datetime, note: str) -> bool:
+    """A step whose condition is not met (``runner.definitions.conditions``) is skipped, never
+    run: pending, or claimed by ``owner`` (the settle before it claimed it) and not yet sent."""
+    mine = sa.and_(steps.c.status == StepStatus.RUNNING, steps.c.claimed_by == owner)
+    guard = sa.or_(steps.c.status == StepStatus.PENDING, mine)
+    return await _settle_by_human(conn, step_id, guard, StepStatus.SKIPPED, now, None, note)
+
+
 async def _settle_by_human(
     conn: AsyncConnection,
     step_id: int,

@@ -168,3 +168,15 @@ async def at_seq(conn: AsyncConnection, run_id: int, phase: str, seq: int) -> Ro
 async def list_for_run(conn: AsyncConnection, run_id: int) -> list[StepRecord]:
     query = sa.select(steps).where(steps.c.run_id == run_id).order_by(steps.c.id)
     return [StepRecord.from_row(row) for row in (await conn.execute(query)).mappings()]
+
+
+async def status_by_label(conn: AsyncConnection, run_id: int, label: str) -> StepStatus | None:
+    """The status of the run's latest step labelled ``label`` (a cue a condition names)."""
+    query = (
+        sa.select(steps.c.status)
+        .where(steps.c.run_id == run_id, steps.c.label == label)
+        .order_by(steps.c.id.desc())
+        .limit(1)
+    )
+    found = (await conn.execute(query)).scalar()
+    return StepStatus(found) if found is not None else None

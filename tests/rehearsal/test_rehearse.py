@@ -126,7 +126,8 @@ def test_json_prints_one_object_per_line_for_tools(cli: Cli) -> None:
         "fields"
     ]
     outcomes = {r["outcome"] for r in records if r["type"] == "step"}
-    assert outcomes == {"done", "parked", "confirmed"}
+    # "skipped": the Legion's retreat, which runs only when the Warlord's cue is skipped.
+    assert outcomes == {"done", "parked", "confirmed", "skipped"}
     assert max(r["elapsed_seconds"] for r in records) == 30 * 60
     transitions = [
         (r["from"], r["to"]) for r in records if r.get("event") == "run.status" and r["scope"] == "aurora"
@@ -143,7 +144,10 @@ def test_cues_skip_skips_every_cue_and_the_event_carries_on(cli: Cli) -> None:
     result = cli("rehearse", INVASION, "--cues", "skip")
     assert result.code == 0
     assert result.out.count("skipped by rehearsal") == 3
-    assert "confirmed" not in result.out
+    assert "confirmed by" not in result.out
+    # The Warlord's cue skipped: its arrival is not announced, the retreat is, and why is shown.
+    assert "has appeared" not in result.out and result.out.count("falls back from") == 3
+    assert result.out.count("skipped: runs only when cue 'Bring out the Shadow Warlord' is confirmed") == 3
 
 
 def test_cues_ask_reads_each_answer_and_asks_again_when_it_is_not_understood(
