@@ -215,6 +215,14 @@ class SignupImport(enum.StrEnum):
     NOT_ALLOWED_ROLE = "not_allowed_role"
 
 
+class CueAnswer(enum.StrEnum):
+    """How a GM answered a cue, as a step's ``when`` names it (``runner.definitions.conditions``):
+    a cue step ``done`` was confirmed, one ``skipped`` was skipped."""
+
+    CONFIRMED = "confirmed"
+    SKIPPED = "skipped"
+
+
 class CleanupStatus(enum.StrEnum):
     """A run's cleanup (the seeds' ``cleanup_status``): nothing to undo, undos waiting to run
     after a cancel with cleanup, all undone, or some could not be."""

@@ -11,26 +11,26 @@ answer is known by the time the step is reached.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from runner.errors import Problem
-from runner.states import StepStatus
+from runner.states import CueAnswer, StepStatus
 
 if TYPE_CHECKING:
     from runner.definitions.model import EventDefinition, StepDefinition
 
 CUE_ACTION = "gm.cue"
 # What a cue's step status says of its answer.
-ANSWERS = {StepStatus.DONE: "confirmed", StepStatus.SKIPPED: "skipped"}
+ANSWERS = {StepStatus.DONE: CueAnswer.CONFIRMED, StepStatus.SKIPPED: CueAnswer.SKIPPED}
 
 
 class StepCondition(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, serialize_by_alias=True)
 
     cue: str = Field(min_length=1, max_length=200, description="the label of an earlier gm.cue step")
-    is_: Literal["confirmed", "skipped"] = Field(alias="is")
+    is_: CueAnswer = Field(alias="is")
 
 
 def met(condition: StepCondition, cue_status: StepStatus | str | None) -> bool:
@@ -43,7 +43,7 @@ def met(condition: StepCondition, cue_status: StepStatus | str | None) -> bool:
 def unmet_note(condition: StepCondition, cue_status: StepStatus | str | None) -> str:
     answer = ANSWERS.get(StepStatus(cue_status)) if cue_status in set(StepStatus) else None
     said = f"was {answer}" if answer else "was not answered"
-    return f"runs only when cue {condition.cue!r} is {condition.is_}; it {said}"
+    return f"runs only when cue {condition.cue!r} is {condition.is_.value}; it {said}"
 
 
 def condition_of(definition: EventDefinition, phase_key: str, seq: int) -> StepCondition | None:
