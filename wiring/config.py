@@ -309,7 +309,8 @@ def _shown_part(part: object) -> str:
     if looks_secret(text):
         # Before cutting it short: a cut token no longer looks like one.
         return SECRET_SHOWN
-    if not text.isprintable() or not text:
+    # Quoted when it could not be read back as one key: a ": " inside it reads as a second field.
+    if not text.isprintable() or not text or ": " in text:
         text = repr(text)
     return text if len(text) <= 60 else text[:57] + "..."
 

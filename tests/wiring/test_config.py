@@ -267,3 +267,15 @@ def test_a_section_that_is_not_a_mapping_says_so_in_words(tmp_path: Path, sectio
     valid dictionary or instance of RetentionSettings", a class name no one wrote."""
     problems = problems_of(write_yaml(tmp_path / "c.yaml", {section: 5}))
     assert problems == [f"{section}: must be a mapping of keys, each on its own line indented under it"]
+
+
+def test_defect_an_unknown_key_with_a_colon_in_it_read_as_two_fields(tmp_path: Path) -> None:
+    """Found by the config fuzz: a key written with ": " inside it (a quoted YAML key) was shown
+    as it was, so its problem read as two fields; it is quoted now."""
+    path = tmp_path / "config.yaml"
+    path.write_text('"news: gm": 1\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as refused:
+        load(path, environ={})
+    assert any(p.startswith("'news: gm': unknown key") for p in refused.value.problems), (
+        refused.value.problems
+    )
