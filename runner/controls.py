@@ -294,7 +294,7 @@ class Controls:
                 if not await _resume(conn, run_id, now, actor, Control.RETRY.value):
                     raise _Raced
             else:
-                await run_leases.nudge(conn, run_id, now)
+                await run_leases.wake_now(conn, run_id, now)
         self._changed()
         return ControlResult(
             True,
@@ -355,7 +355,7 @@ class Controls:
                     cues=(cue_ref(step, step_id, run_id, run),),
                 )
             await record(conn, run_id, StepConfirmed(note), now, step_id=step_id, actor=actor)
-            await run_leases.nudge(conn, run_id, now)
+            await run_leases.wake_now(conn, run_id, now)
             run = await runs_sql.get(conn, run_id)
             ref = CueRef(step_id, run_id, StepStatus.DONE, step.result, settled_by=actor)
         self._changed()
@@ -412,7 +412,7 @@ class Controls:
                     cues=(cue_ref(step, step_id, owner_run, run),),
                 )
             await record(conn, owner_run, StepSkipped(note), now, step_id=step_id, actor=actor)
-            await run_leases.nudge(conn, owner_run, now)
+            await run_leases.wake_now(conn, owner_run, now)
             ref = CueRef(step_id, owner_run, StepStatus.SKIPPED, step.result, settled_by=actor)
         self._changed()
         return ControlResult(

@@ -225,6 +225,18 @@ def test_no_loop_is_woken_by_hand_outside_the_loop_base() -> None:
     assert found == {}
 
 
+def test_no_product_module_calls_a_nudge() -> None:
+    """Outside the bot too: a run's row is woken for other processes by ``run_leases.wake_now``,
+    a loop in this process by an event on the bus; nothing calls a ``nudge``."""
+    found = {
+        module_name(path): lines
+        for package in PRODUCT
+        for path in (ROOT / package).rglob("*.py")
+        if (lines := calls_named(path, {"nudge"}))
+    }
+    assert found == {}
+
+
 def test_the_walker_sees_a_hand_wake(tmp_path: Path) -> None:
     source = tmp_path / "loop.py"
     source.write_text("def changed(loop):\n    loop.nudge()\n", encoding="utf-8")

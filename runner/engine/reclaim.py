@@ -88,7 +88,7 @@ class Reclaim:
             # own lease (renewed to outlast the step's) runs out as well (issue 26 item 6).
             if was.owner is not None:
                 await run_leases.let_go_of_dead_holder(conn, step.run_id, was.owner)
-            await run_leases.nudge(conn, step.run_id, now)
+            await run_leases.wake_now(conn, step.run_id, now)
 
     async def _reminder_reclaimed(
         self,

@@ -110,8 +110,9 @@ async def release_claim(
     return result.rowcount == 1
 
 
-async def nudge(conn: AsyncConnection, run_id: int, now: dt.datetime) -> None:
-    """Wake a run at once (after a control changed something the tick should act on)."""
+async def wake_now(conn: AsyncConnection, run_id: int, now: dt.datetime) -> None:
+    """Wake a run at once, for whichever process ticks next (a control changed something the
+    tick should act on). The row is the cross-process path; in process, the bus wakes the tick."""
     await conn.execute(
         sa.update(runs)
         .where(runs.c.id == run_id, runs.c.status.in_(RUN_TICKABLE))

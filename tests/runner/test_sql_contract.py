@@ -606,7 +606,7 @@ async def test_release_keeps_a_wake_written_by_a_control_during_the_tick(engine:
     )
     seen = int((await run_row(engine, run_id))["nudges"])
     async with engine.begin() as conn:
-        await run_leases.nudge(conn, run_id, later(10))
+        await run_leases.wake_now(conn, run_id, later(10))
         await run_leases.release_claim(conn, run_id, "host:1", wake_at=None, nudges_seen=seen)
     row = await run_row(engine, run_id)
     assert row["wake_at"] == later(10)
