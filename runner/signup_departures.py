@@ -1,18 +1,17 @@
 """A member who leaves the server leaves every sign-up they are on, as their Leave click would:
 the seat goes to the first member waiting for it, once, by the same transaction a click's leave
-takes (``runner.signups.leave``), so two processes told of one departure promote once.
+takes (``runner.signups.leave``, through ``runner.signup_desk.SignupDesk.left_the_server``), so
+two processes told of one departure promote once.
 
 The front end finds departures by asking Discord about the members on open lists a few at a
 time (``on_open_lists``), which also finds those that happened while it was offline."""
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from runner import signups
 from runner.sql import signups as sql
 
 
@@ -27,16 +26,6 @@ async def on_open_lists(engine: AsyncEngine) -> list[OnList]:
     async with engine.connect() as conn:
         rows = await sql.signed_up_on_open_messages(conn)
     return [OnList(int(r["run_id"]), str(r["member_id"]), str(r["member_name"])) for r in rows]
-
-
-async def left_the_server(
-    engine: AsyncEngine, member_id: str, member_name: str, now: dt.datetime
-) -> list[signups.LeaveAnswer]:
-    """Take ``member_id`` off every list of a run in flight; what each leave answered."""
-    return [
-        await signups.leave(engine, run_id, member_id, member_name, now)
-        for run_id in await runs_of(engine, member_id)
-    ]
 
 
 async def runs_of(engine: AsyncEngine, member_id: str) -> list[int]:

@@ -41,7 +41,7 @@ from runner.records import RunRecord, StepRecord
 from runner.registry import Envelope
 from runner.sql import runs as runs_sql
 from runner.sql import undos as sql
-from runner.states import ActionOutcome, CleanupStatus, UndoStatus
+from runner.states import ActionOutcome, UndoStatus
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +244,3 @@ class Cleanup:
                 await record(
                     conn, run.id, UndoFailed(label, error, attempts), now, step_id=int(entry["step_id"])
                 )
-
-
-def cleanup_status(value: object) -> CleanupStatus:
-    return CleanupStatus(str(value)) if value else CleanupStatus.NOT_REQUIRED

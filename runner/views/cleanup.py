@@ -21,10 +21,6 @@ class CleanupView:
     failed: list[str] = field(default_factory=list)
     manual: list[str] = field(default_factory=list)
 
-    @property
-    def worth_showing(self) -> bool:
-        return self.status is not CleanupStatus.NOT_REQUIRED or bool(self.automatic or self.manual)
-
 
 async def cleanup_view(conn: AsyncConnection, run_id: int, status: object) -> CleanupView:
     entries = await undos_sql.for_run(conn, run_id)

@@ -152,7 +152,9 @@ async def test_a_departure_seen_by_two_processes_at_once_promotes_once(
     """A member who left the server, found by both processes at once (a work lease handed over
     between two passes: the new holder asks about everyone again): the leave goes through the
     click's own transaction, so one seat is freed, one member promoted, one notice written."""
-    from runner import history, signup_departures
+    from runner import history
+    from runner.bus import LocalEventBus
+    from runner.signup_desk import SignupDesk
 
     for round_ in range(ROUNDS):
         run_id = await book(engine, {"options": {"going": 1}}, key=f"raid-{round_}")
@@ -164,7 +166,7 @@ async def test_a_departure_seen_by_two_processes_at_once_promotes_once(
 
         async def found_gone(via: AsyncEngine, start: asyncio.Event, gone: str, name: str) -> list[object]:
             await start.wait()
-            return list(await signup_departures.left_the_server(via, gone, name, T0))
+            return list(await SignupDesk(via, LocalEventBus()).left_the_server(gone, name, T0))
 
         tasks = [asyncio.create_task(found_gone(via, start, gone, name)) for via in (engine, second_engine)]
         await asyncio.sleep(0)

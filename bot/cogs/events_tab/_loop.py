@@ -68,8 +68,6 @@ class Mirror(LeasedLoop):
         self, kit: Background, service: ListingService, *, lease: WorkLease, interval: float
     ) -> None:
         super().__init__(kit, lease=lease, interval=interval)
-        self.client = kit.client
-        self.config = kit.config
         self.service = service
         self.requests = 0
         self.passes = 0
@@ -78,8 +76,7 @@ class Mirror(LeasedLoop):
 
     @property
     def guild(self) -> discord.Guild | None:
-        guild_id = self.config.guild_id
-        return self.client.get_guild(guild_id) if guild_id is not None else None
+        return self.kit.guild()
 
     def may_manage_events(self) -> bool | None:
         guild = self.guild
@@ -168,7 +165,7 @@ class Mirror(LeasedLoop):
                 return None
             self.requests += 1
             events = await guild.fetch_scheduled_events(with_counts=False)
-            me = self.client.user.id if self.client.user else None
+            me = self.kit.client.user.id if self.kit.client.user else None
             start = _aware(work.desired.start)
             for candidate in events:
                 if (
@@ -191,7 +188,7 @@ class Mirror(LeasedLoop):
         self, guild: discord.Guild, location: str
     ) -> tuple[discord.VoiceChannel | discord.StageChannel | None, str]:
         """A voice or stage channel the location names, or the text to show."""
-        channel_id = self.config.channel_id(location)
+        channel_id = self.kit.config.channel_id(location)
         channel = guild.get_channel(channel_id) if channel_id is not None else None
         if isinstance(channel, discord.VoiceChannel | discord.StageChannel):
             return channel, channel.name

@@ -89,12 +89,6 @@ class LiveRuns(LeasedLoop):
 
     def __init__(self, kit: Background, *, lease: WorkLease, interval: float) -> None:
         super().__init__(kit, lease=lease, interval=interval)
-        self.client = kit.client
-        self.config = kit.config
-        self.engine = kit.engine
-        self.versions = kit.versions
-        self.clock = kit.clock
-        self.budget = kit.budget
         self.store = LiveMessages(kit.engine, kit.owner)
         # Where this process is in the run log (None: not known, the next pass starts it).
         self.follower: LogFollower | None = None
@@ -115,7 +109,7 @@ class LiveRuns(LeasedLoop):
 
     @property
     def channel_id(self) -> int | None:
-        config = self.config
+        config = self.kit.config
         if not config.live_run_messages or not config.staff_log_channel:
             return None
         return config.channel_id(config.staff_log_channel)
@@ -154,7 +148,7 @@ class LiveRuns(LeasedLoop):
         """One pass (never raises): read which runs moved, and update the messages that may be."""
         interval = self.loop.interval
         channel_id = self.channel_id
-        found = self.client.get_channel(channel_id) if channel_id is not None else None
+        found = self.kit.client.get_channel(channel_id) if channel_id is not None else None
         # A channel kind that takes no messages (a category, a forum) is as good as not seen.
         channel = (
             found if isinstance(found, discord.TextChannel | discord.Thread | discord.VoiceChannel) else None
@@ -195,7 +189,7 @@ class LiveRuns(LeasedLoop):
             if ready_at > now:
                 delay = min(delay, ready_at - now)
                 continue
-            if self.budget.free(channel.id) <= 0:
+            if self.kit.budget.free(channel.id) <= 0:
                 # The channel's budget is spent (by us or the staff log): try again shortly.
                 delay = min(delay, BUDGET_POLL)
                 break
@@ -241,7 +235,7 @@ class LiveRuns(LeasedLoop):
     async def update(self, channel: discord.abc.Messageable, run_id: int) -> bool:
         """Bring the run's message up to date: post it, edit it, or leave it. True when there is
         nothing left to do for it until the run moves again."""
-        clock = self.clock.now()
+        clock = self.kit.clock.now()
         row = await self.store.get(run_id)
         if row is not None and row.closed:
             return True
@@ -253,7 +247,7 @@ class LiveRuns(LeasedLoop):
                 "cap", f"live run messages: {MAX_OPEN} are open; later runs get theirs as slots free"
             )
             return True
-        view = await live_view(self.engine, run_id, self.versions, clock)
+        view = await live_view(self.kit.engine, run_id, self.kit.versions, clock)
         if view is None:
             return True
         if row is not None and (message_id := row.message_id) is not None:
@@ -262,7 +256,7 @@ class LiveRuns(LeasedLoop):
                 row = dataclasses.replace(row, message_id=None)
             else:
                 self._runs_of[message_id] = run_id
-        embed = live_embed(view, self.config.guild_id)
+        embed = live_embed(view, self.kit.config.guild_id)
         rendered = digest(embed)
         if row is not None and row.message_id is not None:
             if row.digest == rendered:
@@ -290,15 +284,15 @@ class LiveRuns(LeasedLoop):
         """Edit the posted message; False when it is gone (someone deleted it)."""
         assert row.message_id is not None
         message = channel.get_partial_message(row.message_id)  # type: ignore[attr-defined]
-        await self.budget.take(row.channel_id)
+        await self.kit.budget.take(row.channel_id)
         self._spent(row.run_id)
         try:
             await message.edit(embed=embed)
         except discord.NotFound:
             log.info("live message of run %s was deleted; posting a new one", row.run_id)
-            await self.store.forget(row.run_id, row.message_id, self.clock.now())
+            await self.store.forget(row.run_id, row.message_id, self.kit.clock.now())
             return False
-        await self.store.edited(row.run_id, row.message_id, rendered, view.ended, self.clock.now())
+        await self.store.edited(row.run_id, row.message_id, rendered, view.ended, self.kit.clock.now())
         return True
 
     async def _post(
@@ -309,24 +303,24 @@ class LiveRuns(LeasedLoop):
         rendered: str,
         view: LiveView,
     ) -> bool:
-        clock = self.clock.now()
+        clock = self.kit.clock.now()
         row = await self.store.claim(run_id, channel.id, clock, clock + dt.timedelta(seconds=CLAIM_SECONDS))  # type: ignore[attr-defined]
         if row is None:
             return True  # another process posts it (or has): it edits it too
-        await self.budget.take(row.channel_id)
+        await self.kit.budget.take(row.channel_id)
         self._spent(run_id)
         try:
             message = await channel.send(
                 embed=embed, nonce=nonce_for(run_id, row.posts), allowed_mentions=NO_MENTIONS
             )
         except discord.HTTPException:
-            retry_at = self.clock.now() + dt.timedelta(seconds=RETRY_SECONDS)
-            await self.store.release(run_id, retry_at, self.clock.now())
+            retry_at = self.kit.clock.now() + dt.timedelta(seconds=RETRY_SECONDS)
+            await self.store.release(run_id, retry_at, self.kit.clock.now())
             raise
         self._runs_of[message.id] = run_id
         if self._open is not None and not view.ended and row.posts == 0:
             self._open += 1
-        if not await self.store.posted(run_id, message.id, rendered, view.ended, self.clock.now()):
+        if not await self.store.posted(run_id, message.id, rendered, view.ended, self.kit.clock.now()):
             log.warning(
                 "live message of run %s: its claim ran out while posting", run_id, extra={"run_id": run_id}
             )

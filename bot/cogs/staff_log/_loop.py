@@ -110,12 +110,6 @@ class StaffLog(LeasedLoop):
     def __init__(self, kit: Background, *, interval: float, lease: WorkLease | None = None) -> None:
         # Without a lease (a test's bare client), this process is the only poster.
         super().__init__(kit, lease=lease, interval=interval)
-        self.client = kit.client
-        self.budget = kit.budget
-        self.clock = kit.clock
-        self.config = kit.config
-        self.engine = kit.engine
-        self.versions = kit.versions
         # Where this process is in the run log (None: not known, the next pass starts it).
         self.follower: LogFollower | None = None
         # Passes the first unsent message has failed in, by its first entry id.
@@ -142,7 +136,7 @@ class StaffLog(LeasedLoop):
             return
         try:
             if self.lease is None:
-                self.follower = await follow_log_from_now(self.engine)
+                self.follower = await follow_log_from_now(self.kit.engine)
             elif (taken := await self.lease.take()) is not None:
                 await self._resume(taken)
         except DATABASE_ERRORS as exc:
@@ -153,7 +147,7 @@ class StaffLog(LeasedLoop):
     def notice(self, text: str) -> None:
         """Post one line that is not in the run log (a part of the bot that failed, such as the
         Events-tab mirror) to the staff channel, if this process can see it; never raises."""
-        channel = self.client.get_channel(self.channel_id) if self.channel_id else None
+        channel = self.kit.client.get_channel(self.channel_id) if self.channel_id else None
         if channel is None:
             return
         task = asyncio.create_task(self._post_notice(channel, text))
@@ -168,12 +162,12 @@ class StaffLog(LeasedLoop):
             log.warning("staff log: could not post a notice in channel %s: %s", self.channel_id, exc)
 
     async def _budget(self, channel: object) -> None:
-        await self.budget.take(channel.id)  # type: ignore[attr-defined]
+        await self.kit.budget.take(channel.id)  # type: ignore[attr-defined]
 
     @property
     def channel_id(self) -> int | None:
-        alias = self.config.staff_log_channel
-        return self.config.channel_id(alias) if alias else None
+        alias = self.kit.config.staff_log_channel
+        return self.kit.config.channel_id(alias) if alias else None
 
     async def _resume(self, taken: Taken) -> None:
         """This process has just taken the lease: start where the last holder got to (or, when
@@ -183,7 +177,7 @@ class StaffLog(LeasedLoop):
         if taken.position is not None and recent:
             self.follower = LogFollower(taken.position, taken.done)
         else:
-            self.follower = await follow_log_from_now(self.engine)
+            self.follower = await follow_log_from_now(self.kit.engine)
         self._tries = {}
         await self._save()
 
@@ -195,7 +189,7 @@ class StaffLog(LeasedLoop):
     async def post_new(self) -> float:
         if self.lease is None:
             return await self._post_new()
-        if self.client.get_channel(self.channel_id or 0) is None:
+        if self.kit.client.get_channel(self.channel_id or 0) is None:
             return self.loop.interval  # cannot post here: leave the work to a process that can
         try:
             taken = await self.lease.take()
@@ -218,16 +212,16 @@ class StaffLog(LeasedLoop):
         interval = self.loop.interval
         try:
             if self.follower is None:
-                self.follower = await follow_log_from_now(self.engine)
+                self.follower = await follow_log_from_now(self.kit.engine)
                 return interval
             follower = self.follower
-            entries, more = await log_followed(self.engine, follower, limit=PASS_MAX)
+            entries, more = await log_followed(self.kit.engine, follower, limit=PASS_MAX)
         except DATABASE_ERRORS as exc:
             log.debug("staff log: database unreachable: %s", exc)
             return interval
         if not entries:
             return interval
-        channel = self.client.get_channel(self.channel_id) if self.channel_id else None
+        channel = self.kit.client.get_channel(self.channel_id) if self.channel_id else None
         if channel is None:
             # Not this process's guild (or the channel is gone): another process posts, or no one.
             follower.delivered(e.id for e in entries)
@@ -237,7 +231,7 @@ class StaffLog(LeasedLoop):
         except DATABASE_ERRORS as exc:
             log.debug("staff log: database unreachable: %s", exc)
             return interval
-        guild_id = self.config.guild_id or getattr(getattr(channel, "guild", None), "id", 0)
+        guild_id = self.kit.config.guild_id or getattr(getattr(channel, "guild", None), "id", 0)
         dealt = await self._post(channel, ready, guild_id)
         unsent = {i for line in [*ready[dealt:], *waiting] for i in line.entry_ids}
         # Every line read but those still to post is dealt with (posted, or not worth a line).
@@ -318,7 +312,7 @@ class StaffLog(LeasedLoop):
         get one soon)."""
         if line.link is not None or not line.linked:
             return line
-        live = await live_message_of(self.engine, line.run_id)
+        live = await live_message_of(self.kit.engine, line.run_id)
         if live is not None:
             return replace(line, link=Link(live[0], live[1], "live message"))
         if self._live_expected(line, run):
@@ -327,18 +321,18 @@ class StaffLog(LeasedLoop):
         return line if link is None else replace(line, link=link)
 
     def _live_expected(self, line: Line, run: RunView | None) -> bool:
-        if not getattr(self.config, "live_run_messages", False) or run is None or run.started_at is None:
+        if not getattr(self.kit.config, "live_run_messages", False) or run is None or run.started_at is None:
             return False  # no live messages here, or none for a run that never started
         if line.at is None:
             return False
         return (self._now() - line.at).total_seconds() < LINK_WAIT
 
     def _now(self) -> dt.datetime:
-        return self.clock.now()
+        return self.kit.clock.now()
 
     async def _run(self, run_id: int) -> RunView | None:
         try:
-            return await run_view(self.engine, run_id, self.versions)
+            return await run_view(self.kit.engine, run_id, self.kit.versions)
         except DATABASE_ERRORS:
             raise
         except Exception:
