@@ -90,7 +90,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_sqlite_location(config.database_url)
     if args.retry_cap < args.retry_first:
         raise UsageError("--retry-cap must be at least --retry-first")
-    from bot.app import run_bot
+    from bot.serving import run_bot
     from bot.startup import Retry
 
     stopped = _on_discord(until_stopped(run_bot(config, token, Retry(args.retry_first, args.retry_cap))))
@@ -112,7 +112,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
             "no guild to register the commands in: pass --guild ID or set guild_id in the config "
             "(or --global for every server the bot is in; Discord can take up to an hour to show them)"
         )
-    from bot.app import sync_commands
+    from bot.serving import sync_commands
 
     names = _on_discord(sync_commands(config, token, guild_id))
     commands = ", ".join(f"/{name}" for name in names or []) or "no commands"

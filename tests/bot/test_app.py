@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import CommandPublisher, create_bot, run_bot, sync_tree
+from bot.app import CommandPublisher, create_bot, sync_tree
 from bot.errors import StartupError
+from bot.serving import run_bot
 from bot.startup import Retry
 from runner.db import create_engine
 from tests.bot.conftest import Sim

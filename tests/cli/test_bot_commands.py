@@ -1,6 +1,6 @@
 """``run`` and ``sync``: the token comes only from DISCORD_TOKEN and is never printed.
 
-``bot.app`` (the Discord front end) is replaced by a stand-in module, so these tests pin the
+``bot.serving`` (the Discord front end) is replaced by a stand-in module, so these tests pin the
 command line's side of the contract: ``run_bot(config, token)`` and
 ``sync_commands(config, token, guild_id)``.
 """
@@ -22,9 +22,9 @@ TOKEN = "MTIzNDU2Nzg5MDEyMzQ1Njc4.fake.token-never-printed"
 
 @pytest.fixture
 def app(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
-    """A stand-in ``bot.app`` recording what it was called with."""
+    """A stand-in ``bot.serving`` recording what it was called with."""
     calls: list[tuple[str, Any]] = []
-    module = types.ModuleType("bot.app")
+    module = types.ModuleType("bot.serving")
 
     async def run_bot(config: Config, token: str, retry: Any = None) -> None:
         calls.append(("run", (config, token)))
@@ -35,7 +35,7 @@ def app(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
 
     module.run_bot = run_bot  # type: ignore[attr-defined]
     module.sync_commands = sync_commands  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "bot.app", module)
+    monkeypatch.setitem(sys.modules, "bot.serving", module)
     return calls
 
 
@@ -111,14 +111,16 @@ def test_sync_registers_in_the_chosen_guild(
 def test_a_bot_that_cannot_start_says_why_in_one_line(
     cli: Cli, monkeypatch: pytest.MonkeyPatch, app: list[Any], command: str
 ) -> None:
-    """``bot.app`` raises ``StartupError`` (a bad token, a database behind the code): one line on
+    """``bot.serving`` raises ``StartupError`` (a bad token, a database behind the code): one line on
     stderr and exit 1, not a traceback."""
     from bot.errors import StartupError
 
     async def refuse(*_: Any) -> None:
         raise StartupError("Discord refused the token in DISCORD_TOKEN (it is not a valid bot token)")
 
-    monkeypatch.setattr(sys.modules["bot.app"], "run_bot" if command == "run" else "sync_commands", refuse)
+    monkeypatch.setattr(
+        sys.modules["bot.serving"], "run_bot" if command == "run" else "sync_commands", refuse
+    )
     monkeypatch.setenv("DISCORD_TOKEN", TOKEN)
     result = cli(command, *(["--global"] if command == "sync" else []))
     assert result.code == 1

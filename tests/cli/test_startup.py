@@ -378,7 +378,7 @@ def test_sigterm_while_serving_closes_the_bot_and_gives_its_runs_back(migrated: 
             DISCORD_TOKEN=TOKEN, **{API_BASE_ENV: discord_api.base, GATEWAY_ENV: discord_api.gateway}
         )
         bot = Process(tmp_path, "run", "-v", *FAST, env=env)
-        bot.wait_for(re.compile(r"INFO bot\.app: logged in as eventbot; serving guild " + str(GUILD)), 1)
+        bot.wait_for(re.compile(r"INFO bot\.serving: logged in as eventbot; serving guild " + str(GUILD)), 1)
         bot.wait_for(re.compile(r"INFO discord\.gateway: Shard ID None has connected to Gateway"), 1)
         bot.process.send_signal(signal.SIGTERM)
         code = bot.finish(STOPPED_WITHIN)
@@ -390,7 +390,7 @@ def test_sigterm_while_serving_closes_the_bot_and_gives_its_runs_back(migrated: 
         "cli.serve: SIGTERM received: stopping (runs keep their state and are given back)"
     )
     assert messages[stopping + 1 :] == [
-        "bot.app: disconnected from Discord; the runs in hand here were given back",
+        "bot.serving: disconnected from Discord; the runs in hand here were given back",
         "cli.serve: stopped on SIGTERM",
     ]
     assert "Traceback" not in bot.output and TOKEN not in bot.output
