@@ -29,10 +29,10 @@ from bot.cogs.control._cog import EventCog
 from bot.cogs.events_tab._loop import Mirror
 from bot.cogs.live._loop import LiveRuns
 from bot.cogs.publishing._drafts import Drafts
-from bot.cogs.signups._export import add_commands as add_signup_commands
 from bot.cogs.signups._import import SignupImports
 from bot.cogs.signups._messages import SignupMessages
 from bot.cogs.signups._roles import AttendeeRoles
+from bot.cogs.signups._staff import add_commands as add_signup_commands
 from bot.cogs.signups._threads import EventThreads
 from bot.cogs.staff_log._loop import StaffLog
 from bot.discord_delivery import DiscordDelivery
@@ -284,7 +284,7 @@ class CommandPublisher(discord.Client):
 
 def event_commands() -> app_commands.Group:
     """``/event`` as Discord is told it, built without a bot to serve it (with the authoring and
-    sign-up export commands added). discord.py binds a cog's commands in ``Cog.__new__``, so the
+    ``/event signups`` commands added). discord.py binds a cog's commands in ``Cog.__new__``, so the
     group exists without running ``EventCog.__init__``: sync calls none of them."""
     group = EventCog.__new__(EventCog).app_command
     assert group is not None, "a GroupCog always has its group"

@@ -17,6 +17,8 @@ start with a 64-character key) is well under.
   (``bot.cogs.authoring._cog``); a submit is read back from it alone, in whichever process.
 * ``signup:<run_id>:<option|~leave>``: a sign-up message's option buttons and its Leave
   (``bot.cogs.signups._cog``); an option's name is a key, which never holds ``~``.
+* ``evsu:<run_id>:<close|reopen|export>``: the buttons under the staff's sign-up list
+  (``/event signups list``, ``bot.cogs.signups._staff``).
 """
 
 from __future__ import annotations
@@ -116,6 +118,26 @@ class SignupPress:
         return cls(int(match["run_id"]), match["choice"])
 
 
+StaffSignupVerb = Literal["close", "reopen", "export"]
+
+
+@dataclass(frozen=True)
+class StaffSignupPress:
+    run_id: int
+    verb: StaffSignupVerb
+
+    TEMPLATE: ClassVar[str] = r"evsu:(?P<run_id>[0-9]{1,19}):(?P<verb>close|reopen|export)"
+
+    @property
+    def custom_id(self) -> str:
+        return f"evsu:{self.run_id}:{self.verb}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> StaffSignupPress:
+        verbs: dict[str, StaffSignupVerb] = {"close": "close", "reopen": "reopen", "export": "export"}
+        return cls(int(match["run_id"]), verbs[match["verb"]])
+
+
 @dataclass(frozen=True)
 class EventForm:
     """The form ``/event create`` (``template``) or ``/event edit`` (``key`` at ``version_id``)
@@ -143,14 +165,21 @@ class EventForm:
         return cls(key=match["key"], version_id=int(match["version"]))
 
 
-Press = CuePress | StartAnywayPress | PublishPress | SignupPress | EventForm
+Press = CuePress | StartAnywayPress | PublishPress | SignupPress | StaffSignupPress | EventForm
 KINDS: tuple[
-    type[CuePress] | type[StartAnywayPress] | type[PublishPress] | type[SignupPress] | type[EventForm], ...
+    type[CuePress]
+    | type[StartAnywayPress]
+    | type[PublishPress]
+    | type[SignupPress]
+    | type[StaffSignupPress]
+    | type[EventForm],
+    ...,
 ] = (
     CuePress,
     StartAnywayPress,
     PublishPress,
     SignupPress,
+    StaffSignupPress,
     EventForm,
 )
 

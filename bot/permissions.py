@@ -10,7 +10,8 @@ configured is refused to everyone, with a reply that says which config key to se
 Capabilities (``wiring.config.CAPABILITIES``): ``start`` (/event start), ``control`` (pause,
 resume, cancel, retry, skip), ``cue`` (Confirm / Skip on a GM cue), ``rehearse``
 (/event rehearse), ``publish`` (/event validate, /event publish and its Publish / Cancel
-buttons). Reading (status, list) needs any one of them; an option's autocomplete needs
+buttons), ``signups`` (/event signups add, move, remove, close, reopen, and the buttons under
+the staff's list). Reading (status, list) needs any one of them; an option's autocomplete needs
 the capability of the command it belongs to (a GM gets no choices for /event start).
 """
 
@@ -32,6 +33,7 @@ WHAT = {
     "cue": "confirm or skip GM cues",
     "rehearse": "rehearse events",
     "publish": "validate or publish event definitions",
+    "signups": "add, move or remove members or close sign-ups",
     "staff": "use the event commands",
 }
 

@@ -79,6 +79,14 @@ class SignupsChanged(Event):
 
 
 @dataclass(frozen=True)
+class StaffChangedSignups(LogGrew):
+    """Staff added, moved or removed a member, or closed or reopened sign-ups: the run log has
+    a line for the staff log (a click's promotion waits for the staff log's next pass)."""
+
+    run_id: int
+
+
+@dataclass(frozen=True)
 class ListingCreated(Event):
     """An occurrence was listed in a platform's events (Discord's Events tab): who imports its
     Interested members reads the new listing at once."""

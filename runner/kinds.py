@@ -47,6 +47,8 @@ class Kind(enum.StrEnum):
     REMINDER_FAILED = "reminder.failed"
     SIGNUP_PROMOTED = "signup.promoted"
     SIGNUP_LATE_CANCEL = "signup.late_cancel"
+    SIGNUP_BY_STAFF = "signup.by_staff"
+    SIGNUP_OVERRIDE = "signup.override"
     CLEANUP_STARTED = "cleanup.started"
     UNDO_DONE = "undo.done"
     UNDO_FAILED = "undo.failed"

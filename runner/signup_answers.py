@@ -9,7 +9,7 @@ import enum
 from dataclasses import dataclass, field
 
 from runner.definitions import SignupDefinition
-from runner.states import RUN_TERMINAL, RunStatus, SignupStatus
+from runner.states import RUN_TERMINAL, RunStatus, SignupOverride, SignupStatus
 
 
 class RefusedWhy(enum.StrEnum):
@@ -133,12 +133,22 @@ class SignupList:
     def waitlisted(self) -> list[Signup]:
         return sorted((s for o in self.options for s in o.waitlisted), key=lambda s: s.position)
 
+    # Staff closed or reopened them by hand (``None``: the definition's schedule decides).
+    override: SignupOverride | None = None
+
     def is_closed(self, now: dt.datetime) -> bool:
-        return closed(self.run_status, self.closes_at, now)
+        return closed(self.run_status, self.closes_at, now, self.override)
 
 
-def closed(status: RunStatus, closes_at: dt.datetime | None, now: dt.datetime) -> bool:
-    """Sign-ups take no one new: the run is over, or past its closing time (or started)."""
+def closed(
+    status: RunStatus, closes_at: dt.datetime | None, now: dt.datetime, override: SignupOverride | None = None
+) -> bool:
+    """Sign-ups take no one new: the run is over, staff closed them, or past the closing time (or
+    started) unless staff reopened them (then open until the run ends)."""
+    if status in RUN_TERMINAL:
+        return True
+    if override is not None:
+        return override == SignupOverride.CLOSED
     if closes_at is None:
         return status in RUN_TERMINAL
     # Past the start (a run started early by hand, too) nobody new signs up.

@@ -12,8 +12,8 @@ from collections.abc import Collection
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from runner import signup_departures, signups
-from runner.bus import LocalEventBus, SignupsChanged
+from runner import history, signup_departures, signup_staff, signups
+from runner.bus import LocalEventBus, SignupsChanged, StaffChangedSignups
 from runner.signups import (
     AlreadyIn,
     AlreadyKnown,
@@ -23,6 +23,7 @@ from runner.signups import (
     NotSignedUp,
     Refused,
 )
+from runner.states import SignupOverride
 
 # Answers after which the list is as it was.
 UNCHANGED = (AlreadyIn, AlreadyKnown, NotSignedUp, Refused)
@@ -70,3 +71,42 @@ class SignupDesk:
             await self.leave(run_id, member_id, member_name, now)
             for run_id in await signup_departures.runs_of(self.engine, member_id)
         ]
+
+    # ── Staff (``/event signups add|move|remove|close|reopen``) ──────────────
+    # The same seats, waiting list and promotion as a click; each change also writes a run-log
+    # line naming who did it, for the staff log.
+
+    def _staff_changed(self, run_id: int, answer: object) -> None:
+        if not isinstance(answer, UNCHANGED) and answer is not False:
+            self.bus.publish(SignupsChanged(run_id))
+            self.bus.publish(StaffChangedSignups(run_id))
+
+    async def add_by_staff(
+        self, run_id: int, member: history.Actor, option: str, staff: history.Actor, now: dt.datetime
+    ) -> JoinAnswer | NotSignedUp:
+        answer = await signups.by_staff(self.engine, run_id, member, option, staff, now)
+        self._staff_changed(run_id, answer)
+        return answer
+
+    async def move_by_staff(
+        self, run_id: int, member: history.Actor, option: str, staff: history.Actor, now: dt.datetime
+    ) -> JoinAnswer | NotSignedUp:
+        answer = await signups.by_staff(self.engine, run_id, member, option, staff, now, moving=True)
+        self._staff_changed(run_id, answer)
+        return answer
+
+    async def remove_by_staff(
+        self, run_id: int, member: history.Actor, staff: history.Actor, now: dt.datetime
+    ) -> LeaveAnswer:
+        assert member.id is not None, "staff remove a member by id"
+        answer = await signups.leave(self.engine, run_id, member.id, member.name, now, staff=staff)
+        self._staff_changed(run_id, answer)
+        return answer
+
+    async def override(
+        self, run_id: int, to: SignupOverride, staff: history.Actor, now: dt.datetime
+    ) -> bool | Refused:
+        """Close the run's sign-ups, or reopen them until it ends; ``False``: so already."""
+        answer = await signup_staff.override(self.engine, run_id, to, staff, now)
+        self._staff_changed(run_id, answer)
+        return answer

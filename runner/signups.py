@@ -14,17 +14,13 @@ leaves exactly one promotion and one notice for whoever delivers notices
 from __future__ import annotations
 
 import datetime as dt
-import weakref
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from runner import history
-from runner.catalog import VersionCache
 from runner.db import retry_on_conflict
-from runner.definitions import SignupDefinition
-from runner.errors import UnreadableDefinition
 from runner.signup_answers import (
     AlreadyIn,
     AlreadyKnown,
@@ -44,8 +40,13 @@ from runner.signup_answers import (
     Waitlisted,
     closed,
 )
+from runner.signup_runs import SignupRun, ensure_pools, run_over, signup_run
 from runner.sql import signups as sql
-from runner.states import RUN_TERMINAL, RunStatus, SignupImport, SignupStatus
+from runner.states import (
+    SignupImport,
+    SignupStatus,
+    StaffSignupChange,
+)
 
 # The answers are re-exported: callers know one module for sign-ups.
 __all__ = [
@@ -68,60 +69,6 @@ __all__ = [
 ]
 
 OVERALL = sql.OVERALL
-# Versions never change, so every caller in the process shares one parse of each per database.
-_VERSIONS: weakref.WeakKeyDictionary[AsyncEngine, VersionCache] = weakref.WeakKeyDictionary()
-
-
-def share_versions(engine: AsyncEngine, versions: VersionCache) -> None:
-    """Read ``engine``'s versions through the process's own cache (the runner's), so a version
-    that cannot be read is logged once in the process, not once more by sign-ups."""
-    _VERSIONS[engine] = versions
-
-
-def versions_of(engine: AsyncEngine) -> VersionCache:
-    """The versions parsed for ``engine``'s database, shared by everything that reads sign-ups."""
-    return _VERSIONS.setdefault(engine, VersionCache())
-
-
-@dataclass(frozen=True)
-class _Run:
-    status: RunStatus
-    starts_at: dt.datetime
-    signup: SignupDefinition
-
-    @property
-    def closes_at(self) -> dt.datetime | None:
-        if self.signup.open_until_the_end:
-            return None
-        return self.starts_at - dt.timedelta(seconds=self.signup.closes_before_start())
-
-
-async def _run(conn: AsyncConnection, run_id: int) -> _Run | None:
-    row = await sql.run_for_signup(conn, run_id)
-    if row is None:
-        return None
-    cache = _VERSIONS.setdefault(conn.engine, VersionCache())
-    try:
-        signup = (await cache.get(conn, int(row["version_id"]))).signup
-    except UnreadableDefinition:
-        # The runner leaves such a run alone (its staff are told); so do sign-ups.
-        return None
-    if signup is None:
-        return None
-    return _Run(RunStatus(row["status"]), row["scheduled_for"], signup)
-
-
-def _over(status: RunStatus) -> bool:
-    return status in RUN_TERMINAL
-
-
-@retry_on_conflict
-async def _ensure_pools(engine: AsyncEngine, run_id: int, signup: SignupDefinition) -> None:
-    """The run's pools, in a transaction of their own before the first join's: the join then
-    only ever locks rows that exist."""
-    async with engine.begin() as conn:
-        if not await sql.pools_exist(conn, run_id):
-            await sql.create_pools(conn, run_id, signup.capacity, signup.options.items())
 
 
 async def join(
@@ -134,31 +81,73 @@ async def join(
     now: dt.datetime,
 ) -> JoinAnswer:
     """Sign ``member_id`` up in ``option`` (``member_roles``: the role aliases they hold)."""
-    async with engine.connect() as conn:
-        run = await _run(conn, run_id)
-    refused = _refusal(run, option, member_roles, now)
-    if refused is not None:
-        return refused
-    assert run is not None
-    await _ensure_pools(engine, run_id, run.signup)
-    answer = await _join(engine, run_id, member_id, member_name, option, member_roles, now)
+    answer = await _enter(engine, run_id, member_id, member_name, option, member_roles, now)
+    assert not isinstance(answer, AlreadyKnown | NotSignedUp), "only an import or a move is told so"
+    return answer
+
+
+async def by_staff(
+    engine: AsyncEngine,
+    run_id: int,
+    member: history.Actor,
+    option: str,
+    staff: history.Actor,
+    now: dt.datetime,
+    *,
+    moving: bool = False,
+) -> JoinAnswer | NotSignedUp:
+    """Staff sign ``member`` up in ``option`` (``/event signups add|move``): past the closing
+    time and whatever roles they hold, but within capacity and the waiting list like a click,
+    with a run-log line naming who. ``moving``: only a member signed up now (else
+    ``NotSignedUp``)."""
+    assert member.id is not None, "a member signed up by staff has an id"
+    answer = await _enter(engine, run_id, member.id, member.name, option, (), now, staff=staff, moving=moving)
     assert not isinstance(answer, AlreadyKnown), "only an import is told so"
     return answer
 
 
+async def _enter(
+    engine: AsyncEngine,
+    run_id: int,
+    member_id: str,
+    member_name: str,
+    option: str,
+    member_roles: Collection[str],
+    now: dt.datetime,
+    *,
+    staff: history.Actor | None = None,
+    moving: bool = False,
+) -> JoinAnswer | AlreadyKnown | NotSignedUp:
+    async with engine.connect() as conn:
+        run = await signup_run(conn, run_id)
+    refused = _refusal(run, option, member_roles, now, by_staff=staff is not None)
+    if refused is not None:
+        return refused
+    assert run is not None
+    await ensure_pools(engine, run_id, run.signup)
+    return await _join(
+        engine, run_id, member_id, member_name, option, member_roles, now, staff=staff, moving=moving
+    )
+
+
 def _refusal(
-    run: _Run | None, option: str, member_roles: Collection[str], now: dt.datetime
+    run: SignupRun | None,
+    option: str,
+    member_roles: Collection[str],
+    now: dt.datetime,
+    *,
+    by_staff: bool = False,
 ) -> Refused | None:
     if run is None:
         return Refused(RefusedWhy.NO_SIGNUP)
-    if _over(run.status):
+    if run_over(run.status):
         return Refused(RefusedWhy.RUN_OVER)
-    if closed(run.status, run.closes_at, now):
+    if not by_staff and closed(run.status, run.closes_at, now, run.override):
         return Refused(RefusedWhy.CLOSED, closes_at=run.closes_at)
     if option not in run.signup.options:
         return Refused(RefusedWhy.NO_SUCH_OPTION, needed=tuple(run.signup.options))
     allowed = run.signup.roles
-    if allowed and not set(allowed) & set(member_roles):
+    if allowed and not by_staff and not set(allowed) & set(member_roles):
         return Refused(RefusedWhy.NOT_ALLOWED_ROLE, needed=tuple(allowed))
     return None
 
@@ -177,32 +166,20 @@ async def import_interested(
     not signed up again, and one refused for their roles is recorded so they are not asked
     about again (``event_signup_imports``). ``member_roles``: the role aliases they hold."""
     async with engine.connect() as conn:
-        run = await _run(conn, run_id)
+        run = await signup_run(conn, run_id)
     option = run.signup.interested if run is not None else None
     if run is None or option is None:
         return Refused(RefusedWhy.NO_SIGNUP)
-    answer: ImportAnswer | JoinAnswer | None = _refusal(run, option, member_roles, now)
+    answer: ImportAnswer | JoinAnswer | NotSignedUp | None = _refusal(run, option, member_roles, now)
     if answer is None:
-        await _ensure_pools(engine, run_id, run.signup)
+        await ensure_pools(engine, run_id, run.signup)
         answer = await _join(engine, run_id, member_id, member_name, option, member_roles, now, imported=True)
     if isinstance(answer, Refused) and answer.why == RefusedWhy.NOT_ALLOWED_ROLE:
         async with engine.begin() as conn:
             await sql.record_import(conn, run_id, member_id, SignupImport.NOT_ALLOWED_ROLE, now)
-    assert not isinstance(answer, AlreadyIn | Moved), "an import never touches a sign-up that exists"
+    assert not isinstance(answer, AlreadyIn | Moved | NotSignedUp), "an import touches no sign-up that exists"
+    assert answer is not None
     return answer
-
-
-async def imported_members(engine: AsyncEngine, run_id: int) -> dict[str, SignupImport]:
-    """Each member imported into ``run_id`` from the Interested list, and what became of them."""
-    async with engine.connect() as conn:
-        rows = await sql.imports_of(conn, run_id)
-    return {str(row["member_id"]): SignupImport(row["outcome"]) for row in rows}
-
-
-async def known_members(engine: AsyncEngine, run_id: int) -> set[str]:
-    """The members of ``run_id`` an import passes by: signed up (left too) or imported before."""
-    async with engine.connect() as conn:
-        return await sql.known_members(conn, run_id)
 
 
 @retry_on_conflict
@@ -216,17 +193,21 @@ async def _join(
     now: dt.datetime,
     *,
     imported: bool = False,
-) -> JoinAnswer | AlreadyKnown:
+    staff: history.Actor | None = None,
+    moving: bool = False,
+) -> JoinAnswer | AlreadyKnown | NotSignedUp:
     async with engine.begin() as conn:
         click = await sql.next_click(conn, run_id)
         assert click is not None, "the pools were created before"
-        # Read again under the lock: a cancel or the start may have come since the first look.
-        run = await _run(conn, run_id)
-        refused = _refusal(run, option, member_roles, now)
+        # Read again under the lock: a cancel, a close or the start may have come since.
+        run = await signup_run(conn, run_id)
+        refused = _refusal(run, option, member_roles, now, by_staff=staff is not None)
         if refused is not None:
             return refused
         assert run is not None
         existing = await sql.signup_of(conn, run_id, member_id)
+        if moving and (existing is None or existing["status"] == SignupStatus.CANCELLED):
+            return NotSignedUp()
         if imported and (existing is not None or await sql.was_imported(conn, run_id, member_id)):
             # Under the lock: a click that came since the poll read the list is never moved.
             return AlreadyKnown()
@@ -266,6 +247,17 @@ async def _join(
             answer = Waitlisted(option, place, click, event_full=full == OVERALL)
         if imported:
             await sql.record_import(conn, run_id, member_id, SignupImport.JOINED, now)
+        was_in = existing is not None and status != SignupStatus.CANCELLED
+        if staff is not None:
+            change = history.SignupChangedByStaff(
+                member_id,
+                member_name,
+                StaffSignupChange.MOVED if was_in else StaffSignupChange.ADDED,
+                option,
+                now_status,
+                from_option=str(existing["option"]) if existing is not None and was_in else None,
+            )
+            await history.record(conn, run_id, change, now, actor=staff)
         if existing is not None and status == SignupStatus.CONFIRMED:
             promoted = await _promote(conn, run_id, now, left=(member_id, member_name))
             return Moved(str(existing["option"]), answer, promoted)
@@ -312,17 +304,24 @@ async def _promote(
 
 @retry_on_conflict
 async def leave(
-    engine: AsyncEngine, run_id: int, member_id: str, member_name: str, now: dt.datetime
+    engine: AsyncEngine,
+    run_id: int,
+    member_id: str,
+    member_name: str,
+    now: dt.datetime,
+    *,
+    staff: history.Actor | None = None,
 ) -> LeaveAnswer:
     """Take ``member_id`` off the run's list; a seat they held goes to the first member waiting
-    for it, once."""
+    for it, once. ``staff``: staff removed them (a run-log line names who; not a late cancel,
+    which is the member's own record)."""
     async with engine.begin() as conn:
         if not await sql.lock_run(conn, run_id):
             return NotSignedUp()
-        run = await _run(conn, run_id)
+        run = await signup_run(conn, run_id)
         if run is None:
             return Refused(RefusedWhy.NO_SIGNUP)
-        if _over(run.status):
+        if run_over(run.status):
             return Refused(RefusedWhy.RUN_OVER)
         existing = await sql.signup_of(conn, run_id, member_id)
         if existing is None or existing["status"] == SignupStatus.CANCELLED:
@@ -331,13 +330,16 @@ async def leave(
         option = str(existing["option"])
         moved = await sql.set_status(conn, run_id, member_id, from_=was, to=SignupStatus.CANCELLED, now=now)
         assert moved, "the run's lock is held: the row just read has not changed"
+        if staff is not None:
+            removed = history.SignupChangedByStaff(member_id, member_name, StaffSignupChange.REMOVED, option)
+            await history.record(conn, run_id, removed, now, actor=staff)
         if was != SignupStatus.CONFIRMED:
             return Left(option, was)
         await sql.free_seat(conn, run_id, option)
         await sql.free_seat(conn, run_id, OVERALL)
         promoted = await _promote(conn, run_id, now, left=(member_id, member_name))
         before_start = (run.starts_at - now).total_seconds()
-        late = before_start < run.signup.late_cancel
+        late = staff is None and before_start < run.signup.late_cancel
         if late:
             event = history.SignupLateCancel(member_id, member_name, option, before_start, run.starts_at)
             await history.record(conn, run_id, event, now, actor=history.Actor(member_id, member_name))
@@ -347,7 +349,7 @@ async def leave(
 async def listing(engine: AsyncEngine, run_id: int) -> SignupList | None:
     """The run's list per option, in click order (``None``: the run has no sign-up)."""
     async with engine.connect() as conn:
-        run = await _run(conn, run_id)
+        run = await signup_run(conn, run_id)
         if run is None:
             return None
         rows = await sql.for_run(conn, run_id)
@@ -364,17 +366,8 @@ async def listing(engine: AsyncEngine, run_id: int) -> SignupList | None:
         # An option a newer version dropped is still listed: those people signed up.
         option = by_option.setdefault(signup.option, OptionList(signup.option, None))
         (option.confirmed if signup.status == SignupStatus.CONFIRMED else option.waitlisted).append(signup)
-    return SignupList(run_id, run.signup, list(by_option.values()), run.starts_at, run.closes_at, run.status)
-
-
-async def counts(engine: AsyncEngine, run_ids: Sequence[int]) -> dict[int, dict[SignupStatus, int]]:
-    """How many are confirmed and waitlisted on each run (runs without any are left out)."""
-    async with engine.connect() as conn:
-        rows = await sql.counts_for_runs(conn, run_ids)
-    out: dict[int, dict[SignupStatus, int]] = {}
-    for row in rows:
-        out.setdefault(int(row["run_id"]), {})[SignupStatus(row["status"])] = int(row["n"])
-    return out
+    listed = list(by_option.values())
+    return SignupList(run_id, run.signup, listed, run.starts_at, run.closes_at, run.status, run.override)
 
 
 @dataclass(frozen=True)
@@ -391,6 +384,3 @@ async def attendees(engine: AsyncEngine, run_id: int) -> list[str]:
     """The confirmed members' ids, in click order: ``{attendees}`` and a cue's ``ping: attendees``."""
     found = await listing(engine, run_id)
     return [s.member_id for s in found.confirmed] if found else []
-
-
-# ── Notices ──────────────────────────────────────────────────────────────

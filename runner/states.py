@@ -206,6 +206,22 @@ class SignupStatus(enum.StrEnum):
     CANCELLED = "cancelled"
 
 
+class SignupOverride(enum.StrEnum):
+    """Staff's word on whether a run's sign-ups take anyone new, over the definition's schedule
+    (``/event signups close|reopen``): closed until reopened, or open until the run ends."""
+
+    CLOSED = "closed"
+    OPEN = "open"
+
+
+class StaffSignupChange(enum.StrEnum):
+    """What staff did to one member's sign-up (``/event signups add|move|remove``)."""
+
+    ADDED = "added"
+    MOVED = "moved"
+    REMOVED = "removed"
+
+
 class SignupImport(enum.StrEnum):
     """What importing a member from the Discord scheduled event's Interested list did
     (``event_signup_imports``): signed up to ``signup.interested`` (a seat or its waiting list),

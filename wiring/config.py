@@ -41,7 +41,7 @@ from wiring.game_targets import WebhookTarget
 
 ENV_PREFIX = "EVENTBOT_"
 TOKEN_ENV = "DISCORD_TOKEN"
-CAPABILITIES = ("start", "control", "cue", "rehearse", "publish")
+CAPABILITIES = ("start", "control", "cue", "rehearse", "publish", "signups")
 
 # The bounds, and why. Discord ids are snowflakes: unsigned 64-bit integers, written in ASCII
 # digits (a float would silently round an 18-digit id to another one).

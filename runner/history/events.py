@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from runner.kinds import Kind
-from runner.states import CleanupStatus, Health, RunStatus
+from runner.states import CleanupStatus, Health, RunStatus, SignupOverride, SignupStatus, StaffSignupChange
 
 # ── Field codecs ──────────────────────────────────────────────────────────
 # Worked out from each field's annotation, once per class: a datetime is stored as an ISO
@@ -348,6 +348,26 @@ class SignupLateCancel(Event):
 
 
 @dataclass(frozen=True)
+class SignupChangedByStaff(Event):
+    """Staff added, moved or removed a member (the line's actor says who did it)."""
+
+    KIND: ClassVar[Kind] = Kind.SIGNUP_BY_STAFF
+    member_id: str
+    member_name: str
+    change: StaffSignupChange
+    option: str
+    status: SignupStatus | None = None  # an add's or a move's: a seat, or the waiting list
+    from_option: str | None = None
+
+
+# Staff closed the run's sign-ups, or reopened them until the run ends.
+@dataclass(frozen=True)
+class SignupsOverridden(Event):
+    KIND: ClassVar[Kind] = Kind.SIGNUP_OVERRIDE
+    override: SignupOverride
+
+
+@dataclass(frozen=True)
 class CleanupStarted(Event):
     """A cancel with cleanup: ``undos`` entries of the ledger to run (latest first), ``manual``
     ones listed for staff to undo by hand."""
@@ -405,6 +425,8 @@ _BY_KIND: dict[str, type[Event]] = {
         ReminderFailed,
         SignupPromoted,
         SignupLateCancel,
+        SignupChangedByStaff,
+        SignupsOverridden,
         CleanupStarted,
         UndoRan,
         UndoFailed,

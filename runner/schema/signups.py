@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from runner.schema.core import big_id, db_enum, metadata, utc_datetime
-from runner.states import SignupImport, SignupStatus
+from runner.states import SignupImport, SignupOverride, SignupStatus
 
 # ── Sign-ups (``runner.signups``; migration 0010) ─────────────────────────
 
@@ -46,6 +46,9 @@ signup_pools = sa.Table(
     sa.Column("capacity", sa.Integer, nullable=True),
     sa.Column("taken", sa.Integer, nullable=False, server_default=sa.text("0")),
     sa.Column("clicks", big_id(), nullable=False, server_default=sa.text("0")),
+    # On the ``*`` row: staff closed or reopened the run's sign-ups (NULL: as the definition
+    # says). Read under the same lock as every join, so a click never slips past a close.
+    sa.Column("staff_override", db_enum("signup_override", SignupOverride), nullable=True),
     sa.CheckConstraint("taken >= 0 AND (capacity IS NULL OR taken <= capacity)", name="ck_evpool_taken"),
 )
 

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
 from runner.schema import runs, signup_imports, signup_messages, signup_notices, signup_pools, signups
-from runner.states import RUN_IN_FLIGHT, SignupImport, SignupStatus
+from runner.states import RUN_IN_FLIGHT, SignupImport, SignupOverride, SignupStatus
 
 Row = sa.RowMapping
 OVERALL = "*"
@@ -29,11 +29,26 @@ PROMOTED = "promoted"
 
 
 async def run_for_signup(conn: AsyncConnection, run_id: int) -> Row | None:
-    """The run's status, start and the version it runs."""
-    query = sa.select(runs.c.id, runs.c.status, runs.c.scheduled_for, runs.c.version_id).where(
-        runs.c.id == run_id
+    """The run's status, start, the version it runs, and staff's override (``staff_override``)."""
+    overall = signup_pools.alias("overall")
+    joined = runs.outerjoin(overall, sa.and_(overall.c.run_id == runs.c.id, overall.c.pool == OVERALL))
+    query = (
+        sa.select(runs.c.id, runs.c.status, runs.c.scheduled_for, runs.c.version_id, overall.c.staff_override)
+        .select_from(joined)
+        .where(runs.c.id == run_id)
     )
     return (await conn.execute(query)).mappings().first()
+
+
+async def set_override(conn: AsyncConnection, run_id: int, override: SignupOverride | None) -> bool:
+    """Staff close (or reopen) the run's sign-ups; ``False``: it was so already. The caller
+    holds the run's lock (``lock_run``)."""
+    where = (signup_pools.c.run_id == run_id, signup_pools.c.pool == OVERALL)
+    now = (await conn.execute(sa.select(signup_pools.c.staff_override).where(*where))).scalar_one_or_none()
+    if now == override:
+        return False
+    await conn.execute(sa.update(signup_pools).where(*where).values(staff_override=override))
+    return True
 
 
 async def pools_exist(conn: AsyncConnection, run_id: int) -> bool:

@@ -92,7 +92,7 @@ async def test_sync_publishes_the_event_group_globally_or_to_one_guild(sim: Sim)
         "create",
         "edit",
         "export",
-        "signups-export",
+        "signups",
         "skip-date",
         "move-date",
     }

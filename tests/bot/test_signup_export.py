@@ -1,4 +1,4 @@
-"""``/event signups-export`` (issue 28 item 3): staff get a run's sign-up list as a CSV file,
+"""``/event signups export`` (issue 28 item 3): staff get a run's sign-up list as a CSV file,
 ephemerally; a member without a staff role gets nothing."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ async def test_staff_get_the_sign_up_list_as_csv_with_a_formula_name_quoted(sim:
     run_id = await book(sim)
     message = sim.announcements.last_message
     await sim.player.click(message, label="tank")
-    result = await sim.mod.slash(sim.staff, "event signups-export", run=run_id)
+    result = await sim.mod.slash(sim.staff, "event signups export", run=run_id)
     reply = answered(result)
     assert reply.content.startswith(f"📋 Sign-ups of run {run_id}")  # type: ignore[attr-defined]
     [file] = reply.attachments  # type: ignore[attr-defined]
@@ -35,13 +35,13 @@ async def test_staff_get_the_sign_up_list_as_csv_with_a_formula_name_quoted(sim:
 
 async def test_a_member_without_a_staff_role_gets_no_file(sim: Sim) -> None:
     run_id = await book(sim)
-    result = await sim.player.slash(sim.staff, "event signups-export", run=run_id)
+    result = await sim.player.slash(sim.staff, "event signups export", run=run_id)
     reply = answered(result)
     assert reply.attachments == []  # type: ignore[attr-defined]
     assert result.response is not None and result.response.ephemeral
 
 
 async def test_a_run_without_sign_ups_is_refused_in_words(sim: Sim) -> None:
-    result = await sim.mod.slash(sim.staff, "event signups-export", run=999)
+    result = await sim.mod.slash(sim.staff, "event signups export", run=999)
     assert "has no sign-up list" in answered(result).content  # type: ignore[attr-defined]
     simcord.assert_error(sim.env, BotError)

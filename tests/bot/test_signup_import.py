@@ -15,7 +15,7 @@ import simcord
 from simcord.http import router
 
 from bot.cogs.signups import _import as signup_import
-from runner import catalog, signups
+from runner import catalog, signup_reads, signups
 from runner.history import Actor
 from runner.states import SignupImport, SignupStatus
 from tests.bot.conftest import Sim
@@ -125,7 +125,7 @@ async def test_members_marked_interested_are_signed_up_to_the_interested_option(
         str(sim.player.id): ("maybe", SignupStatus.CONFIRMED),
         str(sim.gm.id): ("maybe", SignupStatus.CONFIRMED),
     }
-    assert await signups.imported_members(sim.engine, run_id) == {
+    assert await signup_reads.imported_members(sim.engine, run_id) == {
         str(sim.player.id): SignupImport.JOINED,
         str(sim.gm.id): SignupImport.JOINED,
     }
@@ -188,7 +188,7 @@ async def test_a_member_who_signed_up_by_click_is_left_where_they_are(sim: Sim) 
     await sim.player.subscribe_event(listed)
     await next_poll(sim)
     assert await statuses(sim, run_id) == {str(sim.player.id): ("tank", SignupStatus.CONFIRMED)}
-    assert await signups.imported_members(sim.engine, run_id) == {}
+    assert await signup_reads.imported_members(sim.engine, run_id) == {}
 
 
 async def test_a_member_without_the_allowed_role_is_skipped_once(sim: Sim) -> None:
@@ -197,7 +197,7 @@ async def test_a_member_without_the_allowed_role_is_skipped_once(sim: Sim) -> No
     await sim.gm.subscribe_event(listed)
     await next_poll(sim)
     assert await statuses(sim, run_id) == {str(sim.player.id): ("maybe", SignupStatus.CONFIRMED)}
-    assert await signups.imported_members(sim.engine, run_id) == {
+    assert await signup_reads.imported_members(sim.engine, run_id) == {
         str(sim.player.id): SignupImport.JOINED,
         str(sim.gm.id): SignupImport.NOT_ALLOWED_ROLE,
     }

@@ -94,7 +94,13 @@ CONTROLS = (
     "create",
     "edit",
     "export",
-    "signups-export",
+    "signups export",
+    "signups list",
+    "signups add",
+    "signups move",
+    "signups remove",
+    "signups close",
+    "signups reopen",
     "skip-date",
     "move-date",
     "cue Confirm",
@@ -123,6 +129,7 @@ WHAT = {
     "control": "pause, resume, cancel, retry or skip runs",
     "cue": "confirm or skip GM cues",
     "publish": "validate or publish event definitions",
+    "signups": "add, move or remove members or close sign-ups",
     "staff": "use the event commands",
 }
 CAPABILITY = {
@@ -142,7 +149,13 @@ CAPABILITY = {
     "create": "publish",
     "edit": "publish",
     "export": "staff",
-    "signups-export": "staff",
+    "signups export": "staff",
+    "signups list": "staff",
+    "signups add": "signups",
+    "signups move": "signups",
+    "signups remove": "signups",
+    "signups close": "signups",
+    "signups reopen": "signups",
     "skip-date": "publish",
     "move-date": "publish",
     "cue Confirm": "cue",
@@ -156,6 +169,7 @@ PERMISSIONS = {
     "rehearse": ["moderator", "admin", "other_guild_staff"],
     "cue": ["gm", "admin", "other_guild_staff"],
     "publish": ["moderator", "admin", "other_guild_staff"],
+    "signups": ["moderator", "admin", "other_guild_staff"],
 }
 
 # The matrix under test, written out rather than derived from the config: Y = allowed.
@@ -177,7 +191,13 @@ MATRIX = {
     "create": ("-", "-", "Y", "Y", "-", "-"),
     "edit": ("-", "-", "Y", "Y", "-", "-"),
     "export": ("-", "Y", "Y", "Y", "-", "-"),
-    "signups-export": ("-", "Y", "Y", "Y", "-", "-"),
+    "signups export": ("-", "Y", "Y", "Y", "-", "-"),
+    "signups list": ("-", "Y", "Y", "Y", "-", "-"),
+    "signups add": ("-", "-", "Y", "Y", "-", "-"),
+    "signups move": ("-", "-", "Y", "Y", "-", "-"),
+    "signups remove": ("-", "-", "Y", "Y", "-", "-"),
+    "signups close": ("-", "-", "Y", "Y", "-", "-"),
+    "signups reopen": ("-", "-", "Y", "Y", "-", "-"),
     "skip-date": ("-", "-", "Y", "Y", "-", "-"),
     "move-date": ("-", "-", "Y", "Y", "-", "-"),
     "cue Confirm": ("-", "Y", "-", "Y", "-", "-"),
@@ -447,7 +467,13 @@ async def act(world: World, control: str, actor: str, staged: Stage) -> simcord.
         "create": {"template": "announcement"},
         "edit": {"event": "raid"},
         "export": {"event": "raid"},
-        "signups-export": {"run": RUN},
+        "signups export": {"run": RUN},
+        "signups list": {"run": RUN},
+        "signups add": {"run": RUN, "member": member, "option": "tank"},
+        "signups move": {"run": RUN, "member": member, "option": "tank"},
+        "signups remove": {"run": RUN, "member": member},
+        "signups close": {"run": RUN},
+        "signups reopen": {"run": RUN},
         "skip-date": {"event": "raid", "date": "2026-12-25"},
         "move-date": {"event": "raid", "date": "2026-12-25", "to": "2026-12-26 18:00"},
     }[control]
@@ -488,11 +514,15 @@ async def assert_succeeded(
             assert "Status: **running**" in (embeds[-1].description or "")
         assert await snapshot(engine) == before, "reading changes nothing"
         return
-    if control == "signups-export":
+    if control in ("signups export", "signups list"):
         # The raid has no signup: an allowed member reaches the command's own refusal.
         assert "has no sign-up list" in reply_text(result)
         simcord.assert_error(world.env, BotError)
         assert await snapshot(engine) == before, "an export stores nothing"
+        return
+    if control.startswith("signups "):
+        assert reply_text(result).startswith(f"Run {RUN} has no sign-up list")
+        assert await snapshot(engine) == before, "a refused sign-up change stores nothing"
         return
     if control in DATES:
         assert "raid has no recurring (cron) schedule" in reply_text(result)
@@ -646,10 +676,15 @@ async def test_the_matrix_covers_every_control_and_actor(world: World) -> None:
     owner really is the owner."""
     group = world.bot.tree.get_command("event")
     assert isinstance(group, discord.app_commands.Group)
-    assert {c.name for c in group.commands} == {c for c in CONTROLS if c not in BUTTONS}
+    leaves = {
+        c.qualified_name.removeprefix("event ")
+        for c in group.walk_commands()
+        if not isinstance(c, discord.app_commands.Group)
+    }
+    assert leaves == {c for c in CONTROLS if c not in BUTTONS}
     for actor in ("nobody", "other_guild"):
         offered = world.actors[actor].available_commands(world.where(actor))
-        assert set(offered) == {f"event {c.name}" for c in group.commands}, actor
+        assert set(offered) == {f"event {c}" for c in leaves}, actor
     guild = world.bot.get_guild(world.home.id)
     assert guild is not None and guild.owner_id == world.actors["owner"].id
     assert len(CASES) == len(CONTROLS) * len(ACTORS)

@@ -18,7 +18,7 @@ from runner.migrate import alembic_config, current_revision, drift, upgrade
 from runner.schema import run_log, runs, steps
 from runner.sql import runs as runs_sql
 
-HEAD = "0014"
+HEAD = "0015"
 # What each revision after 0006 adds: a database at an earlier revision lacks these too.
 ADDED_BY = {
     "0007": {
@@ -54,6 +54,7 @@ ADDED_BY = {
         ("add_column", "event_runs.cleanup_status"),
         ("add_index", "idx_evundo_run"),
     },
+    "0015": {("add_column", "event_signup_pools.staff_override")},
 }
 
 
@@ -65,8 +66,11 @@ def named(diff: tuple[Any, ...]) -> tuple[str, str]:
 
 
 def added_after(revision: str) -> set[tuple[str, str]]:
-    """What the revisions after ``revision`` add (0007 on), all together."""
-    return {change for later, changes in ADDED_BY.items() if later > revision for change in changes}
+    """What the revisions after ``revision`` add (0007 on), all together: a column added to a
+    table that a later revision creates comes with that table."""
+    added = {change for later, changes in ADDED_BY.items() if later > revision for change in changes}
+    tables = {name for what, name in added if what == "add_table"}
+    return {(what, name) for what, name in added if what != "add_column" or name.split(".")[0] not in tables}
 
 
 async def _tables(engine: AsyncEngine) -> set[str]:

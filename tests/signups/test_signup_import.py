@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from runner import signups
+from runner import signup_reads, signups
 from runner.signups import AlreadyKnown, Confirmed, Refused, RefusedWhy, Waitlisted
 from runner.states import SignupImport
 from tests.signups.booking import T0, book, member
@@ -25,11 +25,11 @@ async def test_the_interested_take_seats_then_wait_and_each_is_imported_once(eng
     assert await import_member(engine, run_id, 1) == Confirmed("going", 1)
     assert await import_member(engine, run_id, 2) == Waitlisted("going", 1, 2)
     assert await import_member(engine, run_id, 1) == AlreadyKnown()
-    assert await signups.imported_members(engine, run_id) == {
+    assert await signup_reads.imported_members(engine, run_id) == {
         member(1)[0]: SignupImport.JOINED,
         member(2)[0]: SignupImport.JOINED,
     }
-    assert await signups.known_members(engine, run_id) == {member(1)[0], member(2)[0]}
+    assert await signup_reads.known_members(engine, run_id) == {member(1)[0], member(2)[0]}
 
 
 async def test_a_member_who_clicked_since_the_poll_read_the_list_is_not_moved(engine: AsyncEngine) -> None:
@@ -42,18 +42,18 @@ async def test_a_member_who_clicked_since_the_poll_read_the_list_is_not_moved(en
     assert await import_member(engine, run_id, 1) == AlreadyKnown(), "who left stays out"
     listed = await signups.listing(engine, run_id)
     assert listed is not None and listed.confirmed == [] and listed.waitlisted == []
-    assert await signups.imported_members(engine, run_id) == {}
+    assert await signup_reads.imported_members(engine, run_id) == {}
 
 
 async def test_a_member_without_the_allowed_role_is_recorded_and_not_asked_again(engine: AsyncEngine) -> None:
     run_id = await book(engine, {**INTERESTED, "roles": ["raiders"]})
     assert await import_member(engine, run_id, 1) == Refused(RefusedWhy.NOT_ALLOWED_ROLE, ("raiders",))
     assert await import_member(engine, run_id, 2, ("raiders",)) == Confirmed("going", 1)
-    assert await signups.imported_members(engine, run_id) == {
+    assert await signup_reads.imported_members(engine, run_id) == {
         member(1)[0]: SignupImport.NOT_ALLOWED_ROLE,
         member(2)[0]: SignupImport.JOINED,
     }
-    assert member(1)[0] in await signups.known_members(engine, run_id)
+    assert member(1)[0] in await signup_reads.known_members(engine, run_id)
 
 
 async def test_nothing_is_imported_without_interested_or_after_closing(engine: AsyncEngine) -> None:
@@ -62,4 +62,4 @@ async def test_nothing_is_imported_without_interested_or_after_closing(engine: A
     late = await book(engine, INTERESTED, starts=T0)
     answer = await import_member(engine, late, 1)
     assert isinstance(answer, Refused) and answer.why == RefusedWhy.CLOSED
-    assert await signups.imported_members(engine, late) == {}
+    assert await signup_reads.imported_members(engine, late) == {}

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bridge import signup_messages
-from runner import signups
+from runner import signup_reads, signups
 from runner.schema import signup_notices, signup_pools
 from runner.signups import AlreadyIn, Confirmed, Left, Moved, NotSignedUp, Refused, RefusedWhy, Waitlisted
 from runner.states import SignupStatus
@@ -51,7 +51,7 @@ async def test_seats_go_in_click_order_and_the_rest_wait_in_line(engine: AsyncEn
     assert listed is not None
     assert [s.member_name for s in listed.confirmed] == ["member1", "member4", "member5"]
     assert [s.member_name for s in listed.waitlisted] == ["member2", "member3", "member6"]
-    assert await signups.counts(engine, [run_id]) == {
+    assert await signup_reads.counts(engine, [run_id]) == {
         run_id: {SignupStatus.CONFIRMED: 3, SignupStatus.WAITLISTED: 3}
     }
 
@@ -271,6 +271,6 @@ async def test_fifty_clicks_in_two_seconds_are_each_answered_within_discords_thr
 
     took = await asyncio.gather(*(click(n) for n in range(50)))
     assert max(took) < 3.0, sorted(took)[-5:]
-    assert await signups.counts(engine, [run_id]) == {
+    assert await signup_reads.counts(engine, [run_id]) == {
         run_id: {SignupStatus.CONFIRMED: 20, SignupStatus.WAITLISTED: 30}
     }

@@ -18,7 +18,8 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.cogs.signups._export import add_commands as add_export_commands
+from bot.cogs.signups._staff import StaffSignupButton
+from bot.cogs.signups._staff import add_commands as add_staff_commands
 from bot.cogs.signups._view import LEAVE, custom_id, join_answer, leave_answer
 from bot.custom_ids import SignupPress
 from bot.errors import reply_to_error, send_ephemeral
@@ -91,8 +92,8 @@ async def click(bot: Served, interaction: discord.Interaction, run_id: int, choi
 
 async def setup(bot: commands.Bot) -> None:
     """Loaded by ``EventBot.setup_hook``: a press on any sign-up message reaches ``SignupButton``."""
-    bot.add_dynamic_items(SignupButton)
-    # Loaded after ``bot.cogs.control._cog``, whose ``/event`` group the export joins.
+    bot.add_dynamic_items(SignupButton, StaffSignupButton)
+    # Loaded after ``bot.cogs.control._cog``, whose ``/event`` group ``/event signups`` joins.
     group = bot.tree.get_command("event")
     if isinstance(group, app_commands.Group):
-        add_export_commands(group)
+        add_staff_commands(group)

@@ -1,4 +1,4 @@
-"""``/event signups-export run``: a run's sign-up list as a CSV file, for staff (issue 28 item 3).
+"""``/event signups export run``: a run's sign-up list as a CSV file, for staff (issue 28 item 3).
 
 Every sign-up of the run, seated, waiting and left, in click order, with a cell that would start
 a spreadsheet formula quoted (``runner.signup_export``). Attached to an ephemeral answer: names
@@ -8,10 +8,8 @@ are for staff, not the channel. Any staff role may ask, as for ``/event status``
 from __future__ import annotations
 
 import io
-from typing import Any
 
 import discord
-from discord import app_commands
 
 from bot.errors import BotError
 from bot.protocols import served
@@ -19,7 +17,6 @@ from bridge import signup_messages
 from runner import signups
 from runner.signup_export import export_run
 
-READ = {"capability": "staff"}
 # Discord's smallest attachment limit (8 MB): far above any sign-up list.
 FILE_MAX = 8 * 1024 * 1024
 
@@ -42,16 +39,3 @@ async def export_signups(interaction: discord.Interaction, run: int) -> None:
     await interaction.followup.send(
         head, ephemeral=True, file=discord.File(io.BytesIO(data), filename=f"signups-run-{run}.csv")
     )
-
-
-def add_commands(group: app_commands.Group) -> app_commands.Group:
-    """``signups-export`` added to ``/event`` (``group``): the running bot's and sync's."""
-    command: app_commands.Command[Any, ..., None] = app_commands.Command(
-        name="signups-export",
-        description="A run's sign-up list as a CSV file (seated, waiting and left)",
-        callback=app_commands.describe(run="The run whose sign-ups to export")(export_signups),
-        parent=group,
-        extras=READ,
-    )
-    group.add_command(command)
-    return group

@@ -34,7 +34,7 @@ from bot.errors import DATABASE_ERRORS
 from bot.work_lease import WorkLease
 from bridge import interested
 from bridge.interested import InterestedImport, imports_due
-from runner import signups
+from runner import signup_reads
 from runner.bus import ListingCreated
 from runner.signup_desk import SignupDesk
 from runner.signups import Confirmed, Refused, RefusedWhy, Waitlisted
@@ -110,7 +110,7 @@ class SignupImports(LeasedLoop):
         signed up. A refusal by Discord or an unreachable database waits for the next poll."""
         imported_before = self.imported
         try:
-            known = await signups.known_members(self.kit.engine, target.run_id)
+            known = await signup_reads.known_members(self.kit.engine, target.run_id)
             after: int | None = None
             while True:
                 self.requests += 1

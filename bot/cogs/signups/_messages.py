@@ -33,7 +33,7 @@ from bot.cogs.signups._departures import MemberDepartures
 from bot.cogs.signups._view import NO_MENTIONS, digest, promoted_text, signup_embed, signup_view
 from bot.work_lease import WorkLease
 from bridge import signup_messages
-from runner import signups
+from runner import signup_runs, signups
 from runner.bus import LogGrew, SignupsChanged
 from runner.signup_desk import SignupDesk
 from runner.states import RUN_TERMINAL
@@ -60,7 +60,7 @@ class SignupMessages(LeasedLoop):
 
     def __init__(self, kit: Background, desk: SignupDesk, *, lease: WorkLease, interval: float) -> None:
         super().__init__(kit, lease=lease, interval=interval)
-        signups.share_versions(kit.engine, kit.versions)
+        signup_runs.share_versions(kit.engine, kit.versions)
         # Runs up to this id were looked at for a message to post (new runs have higher ids).
         self.after_run_id = 0
         # Loop time of each message's last post or edit (what EDIT_GAP is measured from).

@@ -13,14 +13,19 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 from actions import limits
+from bot.cogs.staff_log._said import Said, after_attempts, cleanup_words, signup_words, staff_signup_words
 from bot.rendering import clip, person, run_name, timestamp
 from runner import history
 from runner.definitions import shown_duration
-from runner.states import CleanupStatus, Control, Health, RunStatus
+from runner.states import (
+    Control,
+    Health,
+    RunStatus,
+    SignupOverride,
+)
 from runner.views import RunView, StepView, step_name
 
 # What a person reads as the message a step posted, by the step's action.
@@ -136,6 +141,8 @@ LOGGED_EVENTS: tuple[type[history.Event], ...] = (
     history.StepRetry,
     history.SignupPromoted,
     history.SignupLateCancel,
+    history.SignupChangedByStaff,
+    history.SignupsOverridden,
     history.CleanupStarted,
     history.UndoRan,
     history.UndoFailed,
@@ -147,24 +154,8 @@ def _lead(before: float | None) -> str:
     return f"the reminder {shown_duration(before)} before" if before else "a reminder"
 
 
-def _attempts(count: int | None) -> str:
-    return f" after {count} attempts" if count and count > 1 else ""
-
-
 def _note(note: str | None) -> str:
     return f" — “{clip(note, 200)}”" if note else ""
-
-
-@dataclass(frozen=True)
-class _Said:
-    """What ``_words`` found to say: the icon, the line after the run's name, the summary's
-    phrase, and whether the line points at the message its own step posted."""
-
-    icon: str
-    text: str
-    group: str | None = None
-    step_link: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def word(entry: history.Entry, run: RunView | None) -> Line | None:
@@ -196,108 +187,70 @@ def log_line(entry: history.Entry, run: RunView | None) -> str | None:
     return line.text if line is not None else None
 
 
-def _words(entry: history.Entry, run: RunView | None) -> _Said | None:
+def _words(entry: history.Entry, run: RunView | None) -> Said | None:
     actor = person(entry.actor) if entry.actor else "staff"
     step = _step_label(run, entry.step_id)
     match entry.event:
         case history.StepConfirmed(note=note):
             group = f"had {_what_step(run, entry.step_id)} confirmed by {actor}"
-            return _Said("☑️", f": {step} confirmed by {actor}{_note(note)}", group, step_link=True)
+            return Said("☑️", f": {step} confirmed by {actor}{_note(note)}", group, step_link=True)
         case history.StepSkipped(note=note):
             group = f"had {_what_step(run, entry.step_id)} skipped by {actor}"
-            return _Said("⏭️", f": {step} skipped by {actor}{_note(note)}", group, step_link=True)
+            return Said("⏭️", f": {step} skipped by {actor}{_note(note)}", group, step_link=True)
         case history.StepRequeued(previous_error=error):
             why = f" (it had failed: {clip(error, 300)})" if error else ""
             group = f"retried {_what_step(run, entry.step_id)} by {actor}"
-            return _Said("🔁", f": {step} retried by {actor}{why}", group, step_link=True)
+            return Said("🔁", f": {step} retried by {actor}{why}", group, step_link=True)
         case history.StepRetry(attempts=attempts, error=error, due_at=due):
             said = f"{step} failed (attempt {attempts}), trying again {timestamp(due)}: {clip(error, 300)}"
             group = f"failed at {_what_step(run, entry.step_id)}, trying again: {clip(error, 300)}"
-            return _Said("🔁", f": {said}", group, step_link=True)
+            return Said("🔁", f": {said}", group, step_link=True)
         case history.StepFailed(error=error, attempts=attempts):
-            said = f"{step} failed{_attempts(attempts)}: {clip(error, 300)}; the run carries on past it"
+            said = f"{step} failed{after_attempts(attempts)}: {clip(error, 300)}; the run carries on past it"
             group = f"failed at {_what_step(run, entry.step_id)} and carried on: {clip(error, 300)}"
-            return _Said("❌", f": {said}", group, step_link=True)
+            return Said("❌", f": {said}", group, step_link=True)
         case history.RunBlocked(key=key, holder_run_id=holder):
             using = f"run {holder} is using `{key}` (one run at a time)"
-            return _Said("⏳", f" is waiting: {using}", f"are waiting: {using}")
+            return Said("⏳", f" is waiting: {using}", f"are waiting: {using}")
         case history.RunDegraded(reason=reason):
             group = f"are degraded: {clip(_named_steps(reason, run, by_label=True), 300)}"
-            return _Said("⚠️", f" is degraded: {clip(_named_steps(reason, run), 300)}", group)
+            return Said("⚠️", f" is degraded: {clip(_named_steps(reason, run), 300)}", group)
         case history.RunStalled() as stalled:
             why = _stalled_reason(stalled, run)
-            return _Said("🛑", f" is stalled: {why}", f"are stalled: {why}")
+            return Said("🛑", f" is stalled: {why}", f"are stalled: {why}")
         case history.RunRecovered(to=to):
             still = (
                 " (still degraded: one of its steps failed or is being retried)" if to != Health.OK else ""
             )
-            return _Said("▶️", f" is moving again{still}", f"are moving again{still}")
+            return Said("▶️", f" is moving again{still}", f"are moving again{still}")
         case history.ReminderSkipped() as skipped:
             return _reminder_skipped(skipped)
         case history.ReminderFailed(error=error, before=before):
             text = f"{_lead(before)} could not be sent: {clip(error, 300)}"
-            return _Said("⚠️", f": {text}", f"did not get {text}")
+            return Said("⚠️", f": {text}", f"did not get {text}")
         case history.RunRepointed(version=version):
-            return _Said("📝", f" will run version {version} of its event, published since it was scheduled")
+            return Said("📝", f" will run version {version} of its event, published since it was scheduled")
         case history.RunMoved(to_at=to_at, version=version):
-            return _Said(
+            return Said(
                 "📅", f" now starts {timestamp(to_at)} (version {version} of its event moved the date)"
             )
         case history.RunStatusChanged() as moved:
             return _status_words(moved, entry, run, actor, step)
         case history.SignupPromoted() | history.SignupLateCancel() as signup:
-            return _signup_words(signup)
+            return signup_words(signup)
+        case history.SignupChangedByStaff() as change:
+            return staff_signup_words(change, actor)
+        case history.SignupsOverridden(override=override):
+            if override == SignupOverride.CLOSED:
+                return Said("🔒", f": sign-ups closed by {actor}", f"had sign-ups closed by {actor}")
+            return Said(
+                "🔓",
+                f": sign-ups reopened by {actor} until the run ends",
+                f"had sign-ups reopened by {actor}",
+            )
         case history.CleanupStarted() | history.UndoRan() | history.UndoFailed() | history.CleanupFinished():
-            return _cleanup_words(entry.event)
+            return cleanup_words(entry.event)
     return None
-
-
-def _cleanup_words(
-    event: history.CleanupStarted | history.UndoRan | history.UndoFailed | history.CleanupFinished,
-) -> _Said:
-    """A cancel's cleanup: what it undoes, each undo, and how it ended."""
-    match event:
-        case history.CleanupStarted(undos=undos, manual=manual):
-            by_hand = f"; {manual} to undo by hand (/event status lists them)" if manual else ""
-            return _Said(
-                "🧹",
-                f": cleanup started, {undos} action(s) to undo, latest first{by_hand}",
-                "cleanup started",
-            )
-        case history.UndoRan(label=label, attempts=attempts):
-            return _Said("↩️", f": undone: {clip(label, 200)}{_attempts(attempts)}", "undid an action")
-        case history.UndoFailed(label=label, error=error, attempts=attempts):
-            said = f"could not undo {clip(label, 200)}{_attempts(attempts)}: {clip(error, 300)}"
-            return _Said("❌", f": {said}", "could not undo an action")
-        case history.CleanupFinished(status=status):
-            verdict = (
-                "complete: everything it recorded is undone"
-                if status is CleanupStatus.DONE
-                else "finished with actions not undone (/event status lists them)"
-            )
-            return _Said("🧹", f": cleanup {verdict}", f"cleanup {verdict}")
-
-
-def _signup_words(event: history.SignupPromoted | history.SignupLateCancel) -> _Said:
-    """Sign-ups: a promotion from the waiting list, a confirmed member leaving late."""
-    who = person(history.Actor(event.member_id, event.member_name))
-    if isinstance(event, history.SignupPromoted):
-        left = (
-            f" when {person(history.Actor(event.left_id, event.left_name or ''))} left"
-            if event.left_id
-            else ""
-        )
-        return _Said(
-            "⬆️",
-            f": {who} got a {event.option} seat from the waiting list{left}",
-            "promoted from a waiting list",
-        )
-    when = (
-        f"{shown_duration(event.before_start)} before the start"
-        if event.before_start > 0
-        else "after the start"
-    )
-    return _Said("⚠️", f": late cancel, {who} ({event.option}) left {when}", "had a late cancel")
 
 
 _STEP_ID = re.compile(r"\bstep (\d+)\b(?! \()")
@@ -310,15 +263,15 @@ def _named_steps(reason: str, run: RunView | None, *, by_label: bool = False) ->
     return _STEP_ID.sub(lambda m: name(run, int(m.group(1))), reason)
 
 
-def _reminder_skipped(skipped: history.ReminderSkipped) -> _Said | None:
+def _reminder_skipped(skipped: history.ReminderSkipped) -> Said | None:
     match skipped.reason:
         case history.ReminderSkip.LATE:
             late = shown_duration(skipped.late_seconds or 0)
             text = f"{_lead(skipped.before)} was not sent: its moment passed {late} ago (was the bot down?)"
-            return _Said("⏰", f": {text}", f"did not get {text}")
+            return Said("⏰", f": {text}", f"did not get {text}")
         case history.ReminderSkip.RUN_STARTED:
             text = f"{_lead(skipped.before)} was not sent: the event started first"
-            return _Said("⏰", f": {text}", f"did not get {text}")
+            return Said("⏰", f": {text}", f"did not get {text}")
     return None  # dropped by a new version: the run's re-point line says so
 
 
@@ -344,14 +297,14 @@ PAUSE_MEANS = "nothing new starts until it is resumed (a step already under way 
 
 def _status_words(
     moved: history.RunStatusChanged, entry: history.Entry, run: RunView | None, actor: str, step: str
-) -> _Said | None:
+) -> Said | None:
     match moved.to:
         case RunStatus.STARTING:
             by = run.started_by if run else None
             how = "on schedule" if _by_schedule(by) else f"by {person(by)}"
-            return _Said("▶️", f" started {how}")
+            return Said("▶️", f" started {how}")
         case RunStatus.MISSED:
-            return _Said(
+            return Said(
                 "⚠️",
                 " was missed: it did not start within its grace window",
                 "were missed: none started in time",
@@ -360,21 +313,21 @@ def _status_words(
             # No control paused it: a step's ``on_failure: pause`` did.
             error = clip(moved.error or "", 400)
             group = f"paused after {_what_step(run, entry.step_id)} failed: {error}"
-            return _Said("⏸️", f" paused after {step} failed: {error}", group, step_link=True)
+            return Said("⏸️", f" paused after {step} failed: {error}", group, step_link=True)
         case RunStatus.PAUSED:
-            return _Said("⏸️", f" paused by {actor}: {PAUSE_MEANS}", f"paused by {actor}")
+            return Said("⏸️", f" paused by {actor}: {PAUSE_MEANS}", f"paused by {actor}")
         case RunStatus.RUNNING if moved.from_ is RunStatus.PAUSED and moved.control == Control.RETRY:
             return None  # the step's requeue line says who retried which step
         case RunStatus.RUNNING if moved.from_ is RunStatus.PAUSED:
-            return _Said("▶️", f" resumed by {actor}")
+            return Said("▶️", f" resumed by {actor}")
         case RunStatus.CANCELLED:
-            return _Said("⏹️", f" cancelled by {actor}: {clip(moved.reason or '', 300)}")
+            return Said("⏹️", f" cancelled by {actor}: {clip(moved.reason or '', 300)}")
         case RunStatus.COMPLETED:
-            return _Said("✅", " completed")
+            return Said("✅", " completed")
         case RunStatus.FAILED:
             error = clip(moved.error or "", 400)
             group = f"failed at {_what_step(run, entry.step_id)}: {error}"
-            return _Said("❌", f" failed at {step}: {error}", group, step_link=True)
+            return Said("❌", f" failed at {step}: {error}", group, step_link=True)
     return None
 
 
