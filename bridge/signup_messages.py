@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bridge.sql import signup_messages as sql
-from runner import signups
+from runner import signup_runs
 from runner.errors import UnreadableDefinition
 from runner.sql import signups as signup_sql
 
@@ -112,7 +112,7 @@ async def runs_to_announce(
     waiting = False
     async with engine.connect() as conn:
         rows = await sql.runs_without_message(conn, after_run_id, limit)
-        cache = signups.versions_of(engine)
+        cache = signup_runs.versions_of(engine)
         for row in rows:
             try:
                 signup = (await cache.get(conn, int(row["version_id"]))).signup
@@ -223,7 +223,7 @@ async def event_title(engine: AsyncEngine, run_id: int) -> str | None:
         row = await signup_sql.run_for_signup(conn, run_id)
         if row is None:
             return None
-        cache = signups.versions_of(engine)
+        cache = signup_runs.versions_of(engine)
         try:
             return (await cache.get(conn, int(row["version_id"]))).title
         except UnreadableDefinition:
