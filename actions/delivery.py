@@ -75,6 +75,8 @@ class Cue:
     # ``ping: attendees``: the member ids the cue mentions and pings (the run's confirmed
     # attendees, in click order); the mention policy decides how many fit.
     ping_members: tuple[str, ...] = ()
+    # ``attendance: true``: the cue also offers the GM the run's seated members to mark.
+    attendance: bool = False
 
 
 @dataclass(frozen=True)

@@ -256,6 +256,7 @@ class CueParams(_Params):
     ping: Literal["attendees"] | None = Field(
         default=None, description="attendees: mention and ping the run's confirmed attendees"
     )
+    attendance: bool = Field(default=False, description="a Take attendance button: the GM marks who came")
 
     _placeholders = field_validator("instructions", "title")(_placeholders_known)
     _ping_role = field_validator("ping_role")(_role_alias)
@@ -263,9 +264,16 @@ class CueParams(_Params):
 
     def signup_problems(self, signup: SignupDefinition | None) -> list[tuple[str, str]]:
         """What the event's ``signup:`` must give this cue: attendees to ping."""
+        problems = []
         if self.ping == "attendees" and signup is None:
-            return [("params.ping", "ping: attendees pings the run's sign-ups; this event has no signup:")]
-        return []
+            problems.append(
+                ("params.ping", "ping: attendees pings the run's sign-ups; this event has no signup:")
+            )
+        if self.attendance and signup is None:
+            problems.append(
+                ("params.attendance", "attendance marks the run's sign-ups; this event has no signup:")
+            )
+        return problems
 
     def problems_for_scope(self, scope: str) -> list[tuple[str, str]]:
         if len(render(self.instructions, scope) or "") > limits.EMBED_DESCRIPTION_MAX:
@@ -324,6 +332,7 @@ def cue_action(
             step_id=envelope.step_id,
             context=context,
             ping_members=(context.attendees or ()) if context and params.ping == "attendees" else (),
+            attendance=params.attendance,
         )
         # Parked once posted: the step waits, with no lease, for a GM to confirm or skip it.
         return await _deliver(envelope, request, delivery, delivery.post_cue, park=True)

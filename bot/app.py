@@ -24,6 +24,7 @@ from bot.background import Background, LeasedLoop
 from bot.channel_budget import ChannelBudget
 from bot.claims import InteractionGate
 from bot.clock import DiscordClock
+from bot.cogs.attendance._cog import add_commands as add_attendance_commands
 from bot.cogs.authoring._cog import add_commands as add_authoring_commands
 from bot.cogs.control._cog import EventCog
 from bot.cogs.events_tab._loop import Mirror
@@ -58,7 +59,7 @@ log = logging.getLogger(__name__)
 # Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
 STAFF_LOG_WORK = "staff-log"
 
-EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog", "bot.cogs.authoring._cog")  # fmt: skip
+EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog", "bot.cogs.authoring._cog", "bot.cogs.attendance._cog")  # fmt: skip
 
 
 class EventBot(commands.Bot):
@@ -288,7 +289,7 @@ def event_commands() -> app_commands.Group:
     group exists without running ``EventCog.__init__``: sync calls none of them."""
     group = EventCog.__new__(EventCog).app_command
     assert group is not None, "a GroupCog always has its group"
-    return add_authoring_commands(add_signup_commands(group))
+    return add_attendance_commands(add_authoring_commands(add_signup_commands(group)))
 
 
 class HasTree(Protocol):

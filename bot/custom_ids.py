@@ -17,6 +17,8 @@ start with a 64-character key) is well under.
   (``bot.cogs.authoring._cog``); a submit is read back from it alone, in whichever process.
 * ``signup:<run_id>:<option|~leave>``: a sign-up message's option buttons and its Leave
   (``bot.cogs.signups._cog``); an option's name is a key, which never holds ``~``.
+* ``evatt:<run_id>:<page>`` and ``evattp:<run_id>:<page>``: an attendance page's select menu
+  (who came) and a button that shows that page (``bot.cogs.attendance._cog``).
 * ``evsu:<run_id>:<close|reopen|export>``: the buttons under the staff's sign-up list
   (``/event signups list``, ``bot.cogs.signups._staff``).
 """
@@ -139,6 +141,43 @@ class StaffSignupPress:
 
 
 @dataclass(frozen=True)
+class AttendancePick:
+    """The select menu of one page of a run's seated members: who came."""
+
+    run_id: int
+    page: int
+
+    TEMPLATE: ClassVar[str] = r"evatt:(?P<run_id>[0-9]{1,19}):(?P<page>[0-9]{1,4})"
+
+    @property
+    def custom_id(self) -> str:
+        return f"evatt:{self.run_id}:{self.page}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> AttendancePick:
+        return cls(int(match["run_id"]), int(match["page"]))
+
+
+@dataclass(frozen=True)
+class AttendancePage:
+    """A button that shows one page of a run's attendance (the cue's "Take attendance", and
+    Previous / Next)."""
+
+    run_id: int
+    page: int
+
+    TEMPLATE: ClassVar[str] = r"evattp:(?P<run_id>[0-9]{1,19}):(?P<page>[0-9]{1,4})"
+
+    @property
+    def custom_id(self) -> str:
+        return f"evattp:{self.run_id}:{self.page}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> AttendancePage:
+        return cls(int(match["run_id"]), int(match["page"]))
+
+
+@dataclass(frozen=True)
 class EventForm:
     """The form ``/event create`` (``template``) or ``/event edit`` (``key`` at ``version_id``)
     opened."""
@@ -165,13 +204,24 @@ class EventForm:
         return cls(key=match["key"], version_id=int(match["version"]))
 
 
-Press = CuePress | StartAnywayPress | PublishPress | SignupPress | StaffSignupPress | EventForm
+Press = (
+    CuePress
+    | StartAnywayPress
+    | PublishPress
+    | SignupPress
+    | StaffSignupPress
+    | AttendancePick
+    | AttendancePage
+    | EventForm
+)
 KINDS: tuple[
     type[CuePress]
     | type[StartAnywayPress]
     | type[PublishPress]
     | type[SignupPress]
     | type[StaffSignupPress]
+    | type[AttendancePick]
+    | type[AttendancePage]
     | type[EventForm],
     ...,
 ] = (
@@ -180,6 +230,8 @@ KINDS: tuple[
     PublishPress,
     SignupPress,
     StaffSignupPress,
+    AttendancePick,
+    AttendancePage,
     EventForm,
 )
 

@@ -117,7 +117,7 @@ class DiscordDelivery:
             content=content,
             embed=cue_embed(cue),
             allowed_mentions=allowed_mentions(decision),
-            view=cue_view(cue.step_id),
+            view=cue_view(cue.step_id, attendance_of=cue.run_id if cue.attendance else None),
         )
         return Posted(str(channel.id), str(message.id), getattr(channel, "name", None))
 

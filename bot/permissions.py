@@ -35,6 +35,7 @@ WHAT = {
     "publish": "validate or publish event definitions",
     "signups": "add, move or remove members or close sign-ups",
     "staff": "use the event commands",
+    "attendance": "take attendance",
 }
 
 
@@ -48,6 +49,9 @@ def role_ids(user: discord.abc.User) -> set[int]:
 def roles_for(config: Config, capability: str) -> set[int]:
     if capability == "staff":
         return set().union(*(config.roles_for(c) for c in CAPABILITIES))
+    if capability == "attendance":
+        # The GM at the cue, or staff who manage sign-ups afterwards.
+        return config.roles_for("cue") | config.roles_for("signups")
     return config.roles_for(capability)
 
 
@@ -72,7 +76,9 @@ def refusal(config: Config, interaction: discord.Interaction, capability: str) -
         return None
     allowed = sorted(roles_for(config, capability))
     if not allowed:
-        key = "any of permissions.*" if capability == "staff" else f"permissions.{capability}"
+        key = {"staff": "any of permissions.*", "attendance": "permissions.cue or permissions.signups"}.get(
+            capability, f"permissions.{capability}"
+        )
         return f"No role may {WHAT[capability]} yet (set {key} in the bot's config). Nothing was done."
     roles = ", ".join(f"<@&{r}>" for r in allowed)
     return f"You need one of these roles to {WHAT[capability]}: {roles}. Nothing was done."

@@ -41,8 +41,10 @@ from runner.signup_answers import (
     closed,
 )
 from runner.signup_runs import SignupRun, ensure_pools, run_over, signup_run
+from runner.sql import attendance as attendance_sql
 from runner.sql import signups as sql
 from runner.states import (
+    Attendance,
     SignupImport,
     SignupStatus,
     StaffSignupChange,
@@ -341,6 +343,8 @@ async def leave(
         before_start = (run.starts_at - now).total_seconds()
         late = staff is None and before_start < run.signup.late_cancel
         if late:
+            came = {member_id: (member_name, Attendance.LATE_CANCEL)}
+            await attendance_sql.mark(conn, run_id, came, member_name, now)
             event = history.SignupLateCancel(member_id, member_name, option, before_start, run.starts_at)
             await history.record(conn, run_id, event, now, actor=history.Actor(member_id, member_name))
         return Left(option, was, promoted, late)

@@ -222,6 +222,15 @@ class StaffSignupChange(enum.StrEnum):
     REMOVED = "removed"
 
 
+class Attendance(enum.StrEnum):
+    """Whether a seated member came (``event_attendance``): marked by a GM at a cue or by staff
+    afterwards; a late cancel is recorded when the member leaves late."""
+
+    ATTENDED = "attended"
+    NO_SHOW = "no_show"
+    LATE_CANCEL = "late_cancel"
+
+
 class SignupImport(enum.StrEnum):
     """What importing a member from the Discord scheduled event's Interested list did
     (``event_signup_imports``): signed up to ``signup.interested`` (a seat or its waiting list),

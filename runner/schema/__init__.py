@@ -29,6 +29,7 @@ from runner.schema.core import (
     work_leases,
 )
 from runner.schema.signups import (
+    attendance,
     attendee_grants,
     run_threads,
     signup_imports,
@@ -55,6 +56,7 @@ __all__ = [
     "RUN_TERMINAL",
     "RUN_TICKABLE",
     "STEP_OPEN",
+    "attendance",
     "attendee_grants",
     "definitions",
     "external_claims",

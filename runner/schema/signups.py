@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from runner.schema.core import big_id, db_enum, metadata, utc_datetime
-from runner.states import SignupImport, SignupOverride, SignupStatus
+from runner.states import Attendance, SignupImport, SignupOverride, SignupStatus
 
 # ── Sign-ups (``runner.signups``; migration 0010) ─────────────────────────
 
@@ -163,4 +163,22 @@ signup_imports = sa.Table(
     sa.Column("member_id", sa.String(32), primary_key=True),
     sa.Column("outcome", db_enum("signup_import", SignupImport), nullable=False),
     sa.Column("imported_at", utc_datetime(), nullable=False),
+)
+
+# ── Attendance (``runner.attendance``; migration 0016) ───────────────────
+
+attendance = sa.Table(
+    "event_attendance",
+    metadata,
+    # One row per (run, member): the last mark wins (a GM's at the cue, staff's afterwards).
+    sa.Column("run_id", big_id(), sa.ForeignKey("event_runs.id", name="fk_evatt_run"), primary_key=True),
+    sa.Column("member_id", sa.String(32), primary_key=True),
+    sa.Column("member_name", sa.String(100), nullable=False),
+    sa.Column("status", db_enum("attendance_status", Attendance), nullable=False),
+    # Who marked it (a display name, as the run log's actors are shown); the member themselves
+    # for a late cancel.
+    sa.Column("marked_by", sa.String(100), nullable=True),
+    sa.Column("marked_at", utc_datetime(), nullable=False),
+    # A member's record, and the no-show counts staff see beside a name.
+    sa.Index("idx_evatt_member", "member_id", "status"),
 )

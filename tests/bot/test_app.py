@@ -93,6 +93,8 @@ async def test_sync_publishes_the_event_group_globally_or_to_one_guild(sim: Sim)
         "edit",
         "export",
         "signups",
+        "attendance",
+        "history",
         "skip-date",
         "move-date",
     }

@@ -95,6 +95,8 @@ CONTROLS = (
     "edit",
     "export",
     "signups export",
+    "attendance",
+    "history",
     "signups list",
     "signups add",
     "signups move",
@@ -131,6 +133,7 @@ WHAT = {
     "publish": "validate or publish event definitions",
     "signups": "add, move or remove members or close sign-ups",
     "staff": "use the event commands",
+    "attendance": "take attendance",
 }
 CAPABILITY = {
     "start": "start",
@@ -150,6 +153,8 @@ CAPABILITY = {
     "edit": "publish",
     "export": "staff",
     "signups export": "staff",
+    "attendance": "attendance",
+    "history": "staff",
     "signups list": "staff",
     "signups add": "signups",
     "signups move": "signups",
@@ -192,6 +197,8 @@ MATRIX = {
     "edit": ("-", "-", "Y", "Y", "-", "-"),
     "export": ("-", "Y", "Y", "Y", "-", "-"),
     "signups export": ("-", "Y", "Y", "Y", "-", "-"),
+    "attendance": ("-", "Y", "Y", "Y", "-", "-"),
+    "history": ("-", "Y", "Y", "Y", "-", "-"),
     "signups list": ("-", "Y", "Y", "Y", "-", "-"),
     "signups add": ("-", "-", "Y", "Y", "-", "-"),
     "signups move": ("-", "-", "Y", "Y", "-", "-"),
@@ -468,6 +475,8 @@ async def act(world: World, control: str, actor: str, staged: Stage) -> simcord.
         "edit": {"event": "raid"},
         "export": {"event": "raid"},
         "signups export": {"run": RUN},
+        "attendance": {"run": RUN},
+        "history": {"member": member},
         "signups list": {"run": RUN},
         "signups add": {"run": RUN, "member": member, "option": "tank"},
         "signups move": {"run": RUN, "member": member, "option": "tank"},
@@ -486,6 +495,12 @@ def retold() -> tuple[str, bytes]:
 
 
 # ── what success looks like, control by control ───────────────────────────
+
+
+def answered_embed(result: simcord.InteractionResult) -> Any:
+    embeds = [e for m in [result.response, *result.followups] if m is not None for e in m.embeds]
+    assert embeds, "no embed"
+    return embeds[-1]
 
 
 def reply_text(result: simcord.InteractionResult) -> str:
@@ -514,7 +529,11 @@ async def assert_succeeded(
             assert "Status: **running**" in (embeds[-1].description or "")
         assert await snapshot(engine) == before, "reading changes nothing"
         return
-    if control in ("signups export", "signups list"):
+    if control == "history":
+        assert "No marks yet." in (answered_embed(result).description or "")
+        assert await snapshot(engine) == before, "a record stores nothing"
+        return
+    if control in ("signups export", "signups list", "attendance"):
         # The raid has no signup: an allowed member reaches the command's own refusal.
         assert "has no sign-up list" in reply_text(result)
         simcord.assert_error(world.env, BotError)
@@ -615,7 +634,13 @@ def assert_refused(world: World, control: str, actor: str, result: simcord.Inter
     capability = CAPABILITY[control]
     assert text.startswith(f"You need one of these roles to {WHAT[capability]}: ")
     assert text.endswith(". Nothing was done.")
-    aliases = set().union(*PERMISSIONS.values()) if capability == "staff" else set(PERMISSIONS[capability])
+    aliases = (
+        set().union(*PERMISSIONS.values())
+        if capability == "staff"
+        else set(PERMISSIONS["cue"]) | set(PERMISSIONS["signups"])
+        if capability == "attendance"
+        else set(PERMISSIONS[capability])
+    )
     named = {int(i) for i in re.findall(r"<@&([0-9]+)>", text)}
     assert named == {world.config.roles[a] for a in aliases}
 

@@ -17,7 +17,7 @@ import discord
 
 from actions import limits
 from actions.delivery import Cue
-from bot.custom_ids import CuePress, CueVerb
+from bot.custom_ids import AttendancePage, CuePress, CueVerb
 from bot.rendering import REHEARSAL_MARK, clip, fit, timestamp
 from runner.controls import CueRef
 from runner.states import Control, StepStatus
@@ -39,12 +39,21 @@ def cue_button(step_id: int, verb: CueVerb, *, disabled: bool = False) -> discor
     )
 
 
-def cue_view(step_id: int, *, disabled: bool = False) -> discord.ui.View:
+def cue_view(step_id: int, *, disabled: bool = False, attendance_of: int | None = None) -> discord.ui.View:
     """The cue's buttons. Plain buttons: a press is dispatched by its custom id to
-    ``bot.cogs.cues._cog.CueButton`` (registered with the bot), not to this view."""
+    ``bot.cogs.cues._cog.CueButton`` (registered with the bot), not to this view. A cue that
+    takes attendance (``attendance_of``: its run) also has "Take attendance", which opens the
+    run's seated members for the GM (``bot.cogs.attendance``)."""
     view = discord.ui.View(timeout=None)
     for verb in VERBS:
         view.add_item(cue_button(step_id, verb, disabled=disabled))
+    if attendance_of is not None:
+        press = AttendancePage(attendance_of, 0)
+        view.add_item(
+            discord.ui.Button(
+                label="Take attendance", style=discord.ButtonStyle.primary, custom_id=press.custom_id
+            )
+        )
     return view
 
 

@@ -14,7 +14,7 @@ import discord
 from bot.errors import BotError
 from bot.protocols import served
 from bridge import signup_messages
-from runner import signups
+from runner import attendance, signups
 from runner.signup_export import export_run
 
 # Discord's smallest attachment limit (8 MB): far above any sign-up list.
@@ -26,8 +26,9 @@ async def export_signups(interaction: discord.Interaction, run: int) -> None:
     engine = served(interaction).services.engine
     if await signups.listing(engine, run) is None:
         raise BotError(f"Run {run} has no sign-up list (no such run, or its event has no signup:).")
+    marks = await attendance.marks_of(engine, run)
     async with engine.connect() as conn:
-        text = await export_run(conn, run)
+        text = await export_run(conn, run, {member: mark.value for member, mark in marks.items()})
     data = text.encode("utf-8-sig")  # the BOM: spreadsheets then read the names' accents right
     if len(data) > FILE_MAX:
         raise BotError(f"Run {run}'s sign-up list is too large to attach ({len(data)} bytes).")

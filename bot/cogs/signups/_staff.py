@@ -28,7 +28,7 @@ from bot.permissions import admit
 from bot.protocols import Served, served
 from bot.rendering import clip, timestamp
 from bridge import signup_messages
-from runner import history, signups
+from runner import attendance, history, signups
 from runner.signups import (
     AlreadyIn,
     Confirmed,
@@ -126,15 +126,26 @@ def _state(listed: signups.SignupList, now: Any) -> str:
     return f"🔓 Open; closes {timestamp(listed.closes_at, 'R')}."
 
 
-def staff_list_embed(listed: signups.SignupList, title: str, now: Any) -> discord.Embed:
-    """The list as staff see it: every option's seated and waiting members, in click order."""
+def _member_line(label: str, member_id: str, no_shows: dict[str, int]) -> str:
+    missed = no_shows.get(member_id, 0)
+    return f"{label}. {mention(member_id)}" + (
+        f" ({missed} no-show{'s' if missed > 1 else ''})" if missed else ""
+    )
+
+
+def staff_list_embed(
+    listed: signups.SignupList, title: str, now: Any, no_shows: dict[str, int] | None = None
+) -> discord.Embed:
+    """The list as staff see it: every option's seated and waiting members, in click order, each
+    with the runs they did not come to (``no_shows``)."""
+    missed = no_shows or {}
     embed = discord.Embed(
         title=clip(f"Sign-ups (staff): {title}, run {listed.run_id}", limits.EMBED_TITLE_MAX),
         description=f"Starts {timestamp(listed.starts_at, 'F')}. {_state(listed, now)}",
     )
     for option in listed.options[: limits.EMBED_FIELDS_MAX]:
-        lines = [f"{n}. {mention(s.member_id)}" for n, s in enumerate(option.confirmed, 1)]
-        lines += [f"W{n}. {mention(s.member_id)}" for n, s in enumerate(option.waitlisted, 1)]
+        lines = [_member_line(str(n), s.member_id, missed) for n, s in enumerate(option.confirmed, 1)]
+        lines += [_member_line(f"W{n}", s.member_id, missed) for n, s in enumerate(option.waitlisted, 1)]
         shown = lines[:SHOWN_PER_OPTION]
         if len(lines) > len(shown):
             shown.append(f"and {len(lines) - len(shown)} more (export for all)")
@@ -165,8 +176,12 @@ async def show_list(interaction: discord.Interaction, run: int) -> None:
     listed = await _listing(bot, run)
     title = await signup_messages.event_title(bot.services.engine, run) or "event"
     now = bot.services.clock.now()
+    members = [s.member_id for s in [*listed.confirmed, *listed.waitlisted]]
+    missed = await attendance.no_shows(bot.services.engine, members)
     await interaction.followup.send(
-        embed=staff_list_embed(listed, title, now), view=staff_list_view(run, listed, now), ephemeral=True
+        embed=staff_list_embed(listed, title, now, missed),
+        view=staff_list_view(run, listed, now),
+        ephemeral=True,
     )
 
 
