@@ -209,6 +209,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="let waits really pass, N times faster than real time (default: instantly)",
     )
     rehearse.add_argument("--scope", help="rehearse one scope only (default: every scope of the event)")
+    rehearse.add_argument(
+        "--signups",
+        metavar="N|OPTIONS",
+        help="simulated members click the sign-up message: N of them, or their choices (tank,tank,dps)",
+    )
     rehearse.add_argument("--json", action="store_true", help="one JSON object per line, for tools")
     _add_database(
         rehearse,
