@@ -17,6 +17,11 @@ start with a 64-character key) is well under.
   (``bot.cogs.authoring._cog``); a submit is read back from it alone, in whichever process.
 * ``signup:<run_id>:<option|~leave>``: a sign-up message's option buttons and its Leave
   (``bot.cogs.signups._cog``); an option's name is a key, which never holds ``~``.
+* ``evpage:<u|m>:<page>``: Previous and Next under ``/events upcoming`` (``u``) and ``/events
+  mine`` (``m``), naming the page they open; the list is read again at the press
+  (``bot.cogs.players._cog``).
+* ``evleave:<run_id>:<page>``: a Leave under ``/events mine``, for the member who pressed it,
+  and the page to show again after it.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from runner.states import Control
 CueVerb = Literal[Control.CONFIRM, Control.SKIP]
 StartMode = Literal["l", "r"]
 PublishVerb = Literal["publish", "cancel"]
+# Which ``/events`` list a page belongs to: ``u`` upcoming, ``m`` mine.
+EventsList = Literal["u", "m"]
 # The scope token of a start of every scope (otherwise the scope's index in the definition).
 ALL_SCOPES = "*"
 
@@ -143,15 +150,62 @@ class EventForm:
         return cls(key=match["key"], version_id=int(match["version"]))
 
 
-Press = CuePress | StartAnywayPress | PublishPress | SignupPress | EventForm
+@dataclass(frozen=True)
+class EventsPage:
+    """Previous or Next under an ``/events`` list: the list and the page the press opens."""
+
+    listing: EventsList
+    page: int
+
+    TEMPLATE: ClassVar[str] = r"evpage:(?P<listing>[um]):(?P<page>[0-9]{1,4})"
+
+    @property
+    def custom_id(self) -> str:
+        return f"evpage:{self.listing}:{self.page}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> EventsPage:
+        listing: EventsList = "m" if match["listing"] == "m" else "u"
+        return cls(listing, int(match["page"]))
+
+
+@dataclass(frozen=True)
+class EventsLeave:
+    """Leave under ``/events mine``: the run to leave (the presser's own sign-up, whoever they
+    are, so the id grants nothing) and the page shown again after."""
+
+    run_id: int
+    page: int
+
+    TEMPLATE: ClassVar[str] = r"evleave:(?P<run_id>[0-9]{1,19}):(?P<page>[0-9]{1,4})"
+
+    @property
+    def custom_id(self) -> str:
+        return f"evleave:{self.run_id}:{self.page}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> EventsLeave:
+        return cls(int(match["run_id"]), int(match["page"]))
+
+
+Press = CuePress | StartAnywayPress | PublishPress | SignupPress | EventForm | EventsPage | EventsLeave
 KINDS: tuple[
-    type[CuePress] | type[StartAnywayPress] | type[PublishPress] | type[SignupPress] | type[EventForm], ...
+    type[CuePress]
+    | type[StartAnywayPress]
+    | type[PublishPress]
+    | type[SignupPress]
+    | type[EventForm]
+    | type[EventsPage]
+    | type[EventsLeave],
+    ...,
 ] = (
     CuePress,
     StartAnywayPress,
     PublishPress,
     SignupPress,
     EventForm,
+    EventsPage,
+    EventsLeave,
 )
 
 
