@@ -9,15 +9,18 @@ sign-up message shows, so both agree on who holds a seat and who waits where.
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from runner import catalog, signups
-from runner.definitions import SignupDefinition
+from runner.definitions import EventDefinition, SignupDefinition
 from runner.errors import UnreadableDefinition
 from runner.signup_answers import SignupList
+from runner.sql import definitions as definitions_sql
+from runner.sql import run_occurrences
 from runner.sql import signups as signups_sql
 from runner.states import SignupStatus
 from runner.views.definitions import published_definitions, upcoming
@@ -93,27 +96,40 @@ def _seats(listed: SignupList, now: dt.datetime) -> Seats:
 async def coming(
     engine: AsyncEngine, versions: catalog.VersionCache, now: dt.datetime, member_id: str
 ) -> list[Coming]:
-    """The next occurrences of every scheduled event (``PER_SCOPE`` per scope), soonest first, at
-    most ``MOST``: the runs already booked with their seats and ``member_id``'s place, then the
-    ones the runner will book, with every seat open."""
+    """What is coming, soonest first, at most ``MOST``: every run booked and not started (of a
+    scheduled event or one booked by hand), with its seats and ``member_id``'s place; then the
+    occurrences the runner will book, every seat open. ``PER_SCOPE`` per scope of each event, as
+    ``/event upcoming`` shows staff, so a daily event does not crowd the others out."""
+    async with engine.connect() as conn:
+        key_of = {int(r["id"]): str(r["key"]) for r in await definitions_sql.list_all(conn)}
+        booked = await run_occurrences.scheduled_of_definitions(conn)
     by_key = {d.key: d for d in await published_definitions(engine, versions)}
     found: list[Coming] = []
+    for run in booked:
+        definition = by_key.get(key_of.get(int(run["definition_id"]), ""))
+        if definition is not None:  # unreadable: the runner leaves its runs alone too
+            found.append(_entry(definition, str(run["scope"]), run["scheduled_for"], int(run["id"])))
     for event in await upcoming(engine, versions, now, count=PER_SCOPE):
         definition = by_key.get(event.key)
         if definition is None:
-            continue  # unreadable: the runner books nothing for it either
+            continue
         for scope in event.scopes:
             for occurrence in scope.occurrences:
-                if occurrence.skipped:
-                    continue
-                seats = None
-                if definition.signup is not None:
-                    seats = Seats(open_seats(definition.signup, {}), 0, booked=False)
-                found.append(
-                    Coming(event.key, event.title, scope.scope, occurrence.at, occurrence.run_id, seats)
-                )
-    found.sort(key=lambda c: (c.at, c.title, c.scope))
-    return [await _with_list(engine, c, now, member_id) for c in found[:MOST]]
+                if not occurrence.skipped and occurrence.run_id is None:
+                    found.append(_entry(definition, scope.scope, occurrence.at, None))
+    found.sort(key=lambda c: (c.at, c.title, c.scope, c.run_id or 0))
+    shown: Counter[tuple[str, str]] = Counter()
+    kept = []
+    for entry in found:
+        shown[entry.key, entry.scope] += 1
+        if shown[entry.key, entry.scope] <= PER_SCOPE:
+            kept.append(entry)
+    return [await _with_list(engine, c, now, member_id) for c in kept[:MOST]]
+
+
+def _entry(definition: EventDefinition, scope: str, at: dt.datetime, run_id: int | None) -> Coming:
+    seats = None if definition.signup is None else Seats(open_seats(definition.signup, {}), 0, booked=False)
+    return Coming(definition.key, definition.title, scope, at, run_id, seats)
 
 
 async def _with_list(engine: AsyncEngine, entry: Coming, now: dt.datetime, member_id: str) -> Coming:
