@@ -70,9 +70,11 @@ def own_text(entry: Coming) -> str | None:
 
 def entry_line(number: int, entry: Coming) -> str:
     """One entry, every part clipped to a known size so no line can crowd a page out."""
-    scope = f" ({clip(entry.scope, SCOPE_MAX)})" if entry.scope else ""
+    # Escaped: a title with ``*`` or ``_`` in it must not turn the rest of the line bold.
+    title = discord.utils.escape_markdown(clip(entry.title, TITLE_MAX))
+    scope = f" ({discord.utils.escape_markdown(clip(entry.scope, SCOPE_MAX))})" if entry.scope else ""
     parts = [
-        f"{number}. **{clip(entry.title, TITLE_MAX)}**{scope}",
+        f"{number}. **{title}**{scope}",
         f"{timestamp(entry.at, 'f')} ({timestamp(entry.at, 'R')})",
         *(text for text in (seats_text(entry), own_text(entry)) if text is not None),
     ]

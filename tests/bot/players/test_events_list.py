@@ -215,3 +215,11 @@ async def test_after_a_restart_the_page_buttons_and_leave_still_answer(sim: Sim)
     listed = await sim.run(run_id)
     assert listed.status == "scheduled"
     assert lines(await slash(sim, sim.player, "events mine")) == []
+
+
+async def test_a_title_with_markdown_in_it_stays_a_title(sim: Sim) -> None:
+    """A title like ``**VIP** raid_night`` is shown as written, not as bold text that swallows
+    the rest of the line."""
+    await book_plain(sim, 1, title="**VIP** raid_night")
+    (line,) = lines(await slash(sim, sim.player, "events upcoming"))
+    assert line.startswith(r"1. **\*\*VIP\*\* raid\_night** · ")
