@@ -97,7 +97,7 @@ async def coming(
     engine: AsyncEngine, versions: catalog.VersionCache, now: dt.datetime, member_id: str
 ) -> list[Coming]:
     """What is coming, soonest first, at most ``MOST``: every run booked and not started (of a
-    scheduled event or one booked by hand), with its seats and ``member_id``'s place; then the
+    scheduled event or one booked by hand), with its seats and ``member_id``'s place, and the
     occurrences the runner will book, every seat open. ``PER_SCOPE`` per scope of each event, as
     ``/event upcoming`` shows staff, so a daily event does not crowd the others out."""
     async with engine.connect() as conn:
@@ -133,7 +133,9 @@ def _entry(definition: EventDefinition, scope: str, at: dt.datetime, run_id: int
 
 
 async def _with_list(engine: AsyncEngine, entry: Coming, now: dt.datetime, member_id: str) -> Coming:
-    if entry.run_id is None or entry.seats is None:
+    # A booked run's list is read whatever the current version says: the run keeps the
+    # version it was booked with, sign-up and all.
+    if entry.run_id is None:
         return entry
     listed = await signups.listing(engine, entry.run_id)
     if listed is None:
