@@ -29,6 +29,7 @@ from bot.cogs.authoring._cog import add_commands as add_authoring_commands
 from bot.cogs.control._cog import EventCog
 from bot.cogs.events_tab._loop import Mirror
 from bot.cogs.live._loop import LiveRuns
+from bot.cogs.players._cog import players_commands
 from bot.cogs.publishing._drafts import Drafts
 from bot.cogs.signups._import import SignupImports
 from bot.cogs.signups._messages import SignupMessages
@@ -59,7 +60,7 @@ log = logging.getLogger(__name__)
 # Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
 STAFF_LOG_WORK = "staff-log"
 
-EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog", "bot.cogs.authoring._cog", "bot.cogs.attendance._cog")  # fmt: skip
+EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog", "bot.cogs.authoring._cog", "bot.cogs.attendance._cog", "bot.cogs.players._cog")  # fmt: skip
 
 
 class EventBot(commands.Bot):
@@ -270,8 +271,8 @@ def create_bot(
 
 
 class CommandPublisher(discord.Client):
-    """``python -m bot sync``'s whole client: a login and the ``/event`` commands as Discord is
-    told them. It opens no gateway connection and no database, and never receives an
+    """``python -m bot sync``'s whole client: a login and the ``/event`` and ``/events`` commands
+    as Discord is told them. It opens no gateway connection and no database, and never receives an
     interaction, so none of the commands' callbacks can run here."""
 
     def __init__(self) -> None:
@@ -281,6 +282,7 @@ class CommandPublisher(discord.Client):
         super().__init__(intents=discord.Intents(guilds=True))
         self.tree: app_commands.CommandTree[CommandPublisher] = app_commands.CommandTree(self)
         self.tree.add_command(event_commands())
+        self.tree.add_command(players_commands())
 
 
 def event_commands() -> app_commands.Group:

@@ -21,6 +21,11 @@ start with a 64-character key) is well under.
   (who came) and a button that shows that page (``bot.cogs.attendance._cog``).
 * ``evsu:<run_id>:<close|reopen|export>``: the buttons under the staff's sign-up list
   (``/event signups list``, ``bot.cogs.signups._staff``).
+* ``evpage:<u|m>:<page>``: Previous and Next under ``/events upcoming`` (``u``) and ``/events
+  mine`` (``m``), naming the page they open; the list is read again at the press
+  (``bot.cogs.players._cog``).
+* ``evleave:<run_id>:<page>``: a Leave under ``/events mine``, for the member who pressed it,
+  and the page to show again after it.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from runner.states import Control
 CueVerb = Literal[Control.CONFIRM, Control.SKIP]
 StartMode = Literal["l", "r"]
 PublishVerb = Literal["publish", "cancel"]
+# Which ``/events`` list a page belongs to: ``u`` upcoming, ``m`` mine.
+EventsList = Literal["u", "m"]
 # The scope token of a start of every scope (otherwise the scope's index in the definition).
 ALL_SCOPES = "*"
 
@@ -204,6 +211,44 @@ class EventForm:
         return cls(key=match["key"], version_id=int(match["version"]))
 
 
+@dataclass(frozen=True)
+class EventsPage:
+    """Previous or Next under an ``/events`` list: the list and the page the press opens."""
+
+    listing: EventsList
+    page: int
+
+    TEMPLATE: ClassVar[str] = r"evpage:(?P<listing>[um]):(?P<page>[0-9]{1,4})"
+
+    @property
+    def custom_id(self) -> str:
+        return f"evpage:{self.listing}:{self.page}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> EventsPage:
+        listing: EventsList = "m" if match["listing"] == "m" else "u"
+        return cls(listing, int(match["page"]))
+
+
+@dataclass(frozen=True)
+class EventsLeave:
+    """Leave under ``/events mine``: the run to leave (the presser's own sign-up, whoever they
+    are, so the id grants nothing) and the page shown again after."""
+
+    run_id: int
+    page: int
+
+    TEMPLATE: ClassVar[str] = r"evleave:(?P<run_id>[0-9]{1,19}):(?P<page>[0-9]{1,4})"
+
+    @property
+    def custom_id(self) -> str:
+        return f"evleave:{self.run_id}:{self.page}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> EventsLeave:
+        return cls(int(match["run_id"]), int(match["page"]))
+
+
 Press = (
     CuePress
     | StartAnywayPress
@@ -213,6 +258,8 @@ Press = (
     | AttendancePick
     | AttendancePage
     | EventForm
+    | EventsPage
+    | EventsLeave
 )
 KINDS: tuple[
     type[CuePress]
@@ -222,7 +269,9 @@ KINDS: tuple[
     | type[StaffSignupPress]
     | type[AttendancePick]
     | type[AttendancePage]
-    | type[EventForm],
+    | type[EventForm]
+    | type[EventsPage]
+    | type[EventsLeave],
     ...,
 ] = (
     CuePress,
@@ -233,6 +282,8 @@ KINDS: tuple[
     AttendancePick,
     AttendancePage,
     EventForm,
+    EventsPage,
+    EventsLeave,
 )
 
 
