@@ -29,15 +29,16 @@ def install(
     modules: dict[str, str] | None = None,
     *,
     code_dir: Path | None = None,
+    version: str = "1.0",
 ) -> Path:
-    """Make ``distribution`` (version 1.0) visible with ``entry_points`` (name: ``module:attr``)
+    """Make ``distribution`` (``version``) visible with ``entry_points`` (name: ``module:attr``)
     in the group, and ``modules`` (name: source) importable; ``code_dir`` is put on the path too
     (a package's own folder, as the example plugin's). Answers the directory on the path."""
     root = where / f"site-{distribution}"
-    info = root / f"{distribution.replace('-', '_')}-1.0.dist-info"
+    info = root / f"{distribution.replace('-', '_')}-{version}.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 1.0\n", encoding="utf-8"
+        f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n", encoding="utf-8"
     )
     lines = [f"[{GROUP}]", *(f"{name} = {value}" for name, value in entry_points.items())]
     (info / "entry_points.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -60,4 +61,5 @@ def install_example(monkeypatch: pytest.MonkeyPatch, where: Path) -> Path:
         project["name"],
         project["entry-points"][GROUP],
         code_dir=EXAMPLE_PLUGIN,
+        version=project["version"],
     )
