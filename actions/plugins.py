@@ -70,14 +70,15 @@ def _staged(plugin: Plugin, delivery: Delivery, describe: Describe) -> PluginSta
     """The plugin's staging, or the one problem that kept it from staging anything."""
     try:
         hook = plugin.entry_point.load()
-    except Exception as exc:  # a plugin's import may fail any way at all; the bot runs on
+    # A plugin's import may fail any way at all, sys.exit() included; the bot runs on.
+    except (Exception, SystemExit) as exc:
         return f"{plugin.owner}: could not be imported: {_reason(exc)}"
     if not callable(hook):
         return f"{plugin.owner}: {plugin.entry_point.value} is not callable (it must take the staging)"
     staging = PluginStaging(plugin.owner, delivery=delivery, describe=describe)
     try:
         hook(staging)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         return f"{plugin.owner}: raised while registering: {_reason(exc)}"
     return staging
 

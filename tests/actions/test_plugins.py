@@ -67,6 +67,15 @@ def test_a_plugin_that_raises_on_import_registers_nothing_and_says_why(
     ]
 
 
+def test_a_plugin_that_exits_on_import_is_refused_and_the_process_lives_on(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    plugin(monkeypatch, tmp_path, "shop", "import sys\nsys.exit('no shop today')\n")
+    assert plugin_problems() == [
+        "plugin shop (eventbot-shop 1.0): could not be imported: SystemExit: no shop today"
+    ]
+
+
 def test_a_plugin_whose_entry_point_names_a_missing_module_is_refused(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
