@@ -20,6 +20,7 @@ from discord import app_commands
 from discord.ext import commands
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from actions import plugin_problems
 from bot.background import Background, LeasedLoop
 from bot.channel_budget import ChannelBudget
 from bot.claims import InteractionGate
@@ -215,6 +216,8 @@ class EventBot(commands.Bot):
     async def _set_up(self) -> None:
         # Here, not in __init__: a simulated Discord installs its own HTTP client before login.
         self.invalid_requests.watch(self.http)
+        for problem in plugin_problems(self.services.registry):
+            log.warning("action plugin refused, none of its actions registered: %s", problem)
         for extension in EXTENSIONS:
             await self.load_extension(extension)
         self.staff_log = StaffLog(

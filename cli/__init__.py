@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from cli import actions as actions_command
 from cli import logs
 from cli import signups as signups_command
 from cli.common import (
@@ -332,6 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_database(upcoming, "read this database")
 
     signups_command.register(command, _add_database)
+    actions_command.register(command)
 
     run = command(
         "run",
