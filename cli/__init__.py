@@ -211,9 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rehearse.add_argument("--scope", help="rehearse one scope only (default: every scope of the event)")
     rehearse.add_argument(
-        "--signups",
-        metavar="N|OPTIONS",
-        help="simulated members click the sign-up message: N of them, or their choices (tank,tank,dps)",
+        "--signups", metavar="N|CHOICES", help="N simulated members sign up (or: tank,tank,dps)"
     )
     rehearse.add_argument("--json", action="store_true", help="one JSON object per line, for tools")
     _add_database(
