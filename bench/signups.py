@@ -160,7 +160,7 @@ def _answer_times(log: StampedLog, pressed: dict[int, tuple[float, str]]) -> tup
     return acks, answers
 
 
-async def _measure(backend: Backend, spread: float = SPREAD) -> Sample:
+async def _measure(backend: Backend, spread: float = SPREAD, clicks: int = CLICKS) -> Sample:
     import simcord
 
     async with fresh_engine(backend) as engine:
@@ -174,7 +174,7 @@ async def _measure(backend: Backend, spread: float = SPREAD) -> Sample:
                 name.replace("-", "_"): guild.create_text_channel(name)
                 for name in ("announcements", "staff-log")
             }
-            members = [guild.add_member(env.create_user(f"raider{n}")) for n in range(CLICKS + 1)]
+            members = [guild.add_member(env.create_user(f"raider{n}")) for n in range(clicks + 1)]
             with env.time_context():
                 now = env.now().replace(tzinfo=None)
                 definition = definitions.validate(_spec(), validation_registry())
@@ -208,7 +208,7 @@ async def _measure(backend: Backend, spread: float = SPREAD) -> Sample:
             pressed: dict[int, tuple[float, str]] = {}
             started = time.perf_counter()
             for n, member in enumerate(members[1:]):
-                await asyncio.sleep(max(0.0, started + n * spread / CLICKS - time.perf_counter()))
+                await asyncio.sleep(max(0.0, started + n * spread / clicks - time.perf_counter()))
                 at = time.perf_counter()
                 record = _press_payload(env, member, message, custom_id)
                 pressed[record.id] = (at, record.token)

@@ -14,12 +14,13 @@ leaves exactly one promotion and one notice for whoever delivers notices
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from runner import history
+from runner import signup_rules as rules
 from runner.db import retry_on_conflict
 from runner.signup_answers import (
     AlreadyIn,
@@ -38,9 +39,8 @@ from runner.signup_answers import (
     Signup,
     SignupList,
     Waitlisted,
-    closed,
 )
-from runner.signup_runs import SignupRun, ensure_pools, run_over, signup_run
+from runner.signup_runs import ensure_pools, run_over, signup_run
 from runner.sql import attendance as attendance_sql
 from runner.sql import signups as sql
 from runner.states import (
@@ -122,7 +122,7 @@ async def _enter(
 ) -> JoinAnswer | AlreadyKnown | NotSignedUp:
     async with engine.connect() as conn:
         run = await signup_run(conn, run_id)
-    refused = _refusal(run, option, member_roles, now, by_staff=staff is not None)
+    refused = rules.refusal(run, option, member_roles, now, by_staff=staff is not None)
     if refused is not None:
         return refused
     assert run is not None
@@ -130,28 +130,6 @@ async def _enter(
     return await _join(
         engine, run_id, member_id, member_name, option, member_roles, now, staff=staff, moving=moving
     )
-
-
-def _refusal(
-    run: SignupRun | None,
-    option: str,
-    member_roles: Collection[str],
-    now: dt.datetime,
-    *,
-    by_staff: bool = False,
-) -> Refused | None:
-    if run is None:
-        return Refused(RefusedWhy.NO_SIGNUP)
-    if run_over(run.status):
-        return Refused(RefusedWhy.RUN_OVER)
-    if not by_staff and closed(run.status, run.closes_at, now, run.override):
-        return Refused(RefusedWhy.CLOSED, closes_at=run.closes_at)
-    if option not in run.signup.options:
-        return Refused(RefusedWhy.NO_SUCH_OPTION, needed=tuple(run.signup.options))
-    allowed = run.signup.roles
-    if allowed and not by_staff and not set(allowed) & set(member_roles):
-        return Refused(RefusedWhy.NOT_ALLOWED_ROLE, needed=tuple(allowed))
-    return None
 
 
 async def import_interested(
@@ -172,7 +150,7 @@ async def import_interested(
     option = run.signup.interested if run is not None else None
     if run is None or option is None:
         return Refused(RefusedWhy.NO_SIGNUP)
-    answer: ImportAnswer | JoinAnswer | NotSignedUp | None = _refusal(run, option, member_roles, now)
+    answer: ImportAnswer | JoinAnswer | NotSignedUp | None = rules.refusal(run, option, member_roles, now)
     if answer is None:
         await ensure_pools(engine, run_id, run.signup)
         answer = await _join(engine, run_id, member_id, member_name, option, member_roles, now, imported=True)
@@ -199,109 +177,73 @@ async def _join(
     moving: bool = False,
 ) -> JoinAnswer | AlreadyKnown | NotSignedUp:
     async with engine.begin() as conn:
-        click = await sql.next_click(conn, run_id)
-        assert click is not None, "the pools were created before"
-        # Read again under the lock: a cancel, a close or the start may have come since.
-        run = await signup_run(conn, run_id)
-        refused = _refusal(run, option, member_roles, now, by_staff=staff is not None)
-        if refused is not None:
-            return refused
-        assert run is not None
-        existing = await sql.signup_of(conn, run_id, member_id)
-        if moving and (existing is None or existing["status"] == SignupStatus.CANCELLED):
-            return NotSignedUp()
-        if imported and (existing is not None or await sql.was_imported(conn, run_id, member_id)):
-            # Under the lock: a click that came since the poll read the list is never moved.
-            return AlreadyKnown()
-        status = SignupStatus(existing["status"]) if existing else None
-        if existing is not None and status != SignupStatus.CANCELLED and existing["option"] == option:
-            place = (
-                await sql.waitlist_place(conn, run_id, option, int(existing["position"]))
-                if status == SignupStatus.WAITLISTED
-                else None
-            )
-            assert status is not None
-            return AlreadyIn(option, status, place)
-        promoted: Promotion | None = None
-        if existing is not None and status == SignupStatus.CONFIRMED:
-            # A move keeps the overall seat when the new option has one; else it is given up.
-            full = None if await sql.take_seat(conn, run_id, option) else option
-            await sql.free_seat(conn, run_id, str(existing["option"]))
-            if full is not None:
-                await sql.free_seat(conn, run_id, OVERALL)
-        else:
-            full = await _take_seats(conn, run_id, option)
-        now_status = SignupStatus.CONFIRMED if full is None else SignupStatus.WAITLISTED
-        await sql.write_signup(
+        return await rules.join_locked(
             conn,
-            run_id=run_id,
-            member_id=member_id,
-            member_name=member_name,
-            option=option,
-            status=now_status,
-            position=click,
-            now=now,
-            existed=existing is not None,
+            run_id,
+            member_id,
+            member_name,
+            option,
+            member_roles,
+            now,
+            imported=imported,
+            staff=staff,
+            moving=moving,
         )
-        answer: Confirmed | Waitlisted = Confirmed(option, click)
-        if full is not None:
-            place = await sql.waitlist_place(conn, run_id, option, click)
-            answer = Waitlisted(option, place, click, event_full=full == OVERALL)
-        if imported:
-            await sql.record_import(conn, run_id, member_id, SignupImport.JOINED, now)
-        was_in = existing is not None and status != SignupStatus.CANCELLED
-        if staff is not None:
-            change = history.SignupChangedByStaff(
-                member_id,
-                member_name,
-                StaffSignupChange.MOVED if was_in else StaffSignupChange.ADDED,
-                option,
-                now_status,
-                from_option=str(existing["option"]) if existing is not None and was_in else None,
-            )
-            await history.record(conn, run_id, change, now, actor=staff)
-        if existing is not None and status == SignupStatus.CONFIRMED:
-            promoted = await _promote(conn, run_id, now, left=(member_id, member_name))
-            return Moved(str(existing["option"]), answer, promoted)
-        if existing is not None and status == SignupStatus.WAITLISTED:
-            return Moved(str(existing["option"]), answer)
-        return answer
 
 
-async def _take_seats(conn: AsyncConnection, run_id: int, option: str) -> str | None:
-    """A seat of the option and one of the run, or neither: None, or the pool that was full
-    (``OVERALL``: the option had room, the event had none)."""
-    if not await sql.take_seat(conn, run_id, option):
-        return option
-    if await sql.take_seat(conn, run_id, OVERALL):
-        return None
-    await sql.free_seat(conn, run_id, option)
-    return OVERALL
+@dataclass(frozen=True)
+class Click:
+    """One member's press of an option's button, for ``join_many``."""
+
+    member_id: str
+    member_name: str
+    option: str
+    member_roles: tuple[str, ...]
+    now: dt.datetime
 
 
-async def _promote(
-    conn: AsyncConnection, run_id: int, now: dt.datetime, *, left: tuple[str, str]
-) -> Promotion | None:
-    """The first waitlisted member whose option has a seat, into it, with their notice row and
-    the run-log line, all in the caller's transaction (which holds the run's lock)."""
-    overall = next(p for p in await sql.pools(conn, run_id) if p["pool"] == OVERALL)
-    if overall["capacity"] is not None and overall["taken"] >= overall["capacity"]:
-        return None
-    first = await sql.first_waitlisted_with_room(conn, run_id)
-    if first is None:
-        return None
-    member_id, option, position = str(first["member_id"]), str(first["option"]), int(first["position"])
-    full = await _take_seats(conn, run_id, option)
-    assert full is None, "the run's lock is held: the seat just seen free is still free"
-    moved = await sql.set_status(
-        conn, run_id, member_id, from_=SignupStatus.WAITLISTED, to=SignupStatus.CONFIRMED, now=now
-    )
-    assert moved, "the run's lock is held: the waitlisted row just read is still waitlisted"
-    await sql.add_notice(conn, run_id, member_id, option, position, now)
-    name = str(first["member_name"])
-    event = history.SignupPromoted(member_id, name, option, left_id=left[0], left_name=left[1])
-    await history.record(conn, run_id, event, now)
-    return Promotion(member_id, name, option)
+@retry_on_conflict
+async def join_many(engine: AsyncEngine, run_id: int, clicks: Sequence[Click]) -> list[JoinAnswer]:
+    """Several members' presses on one run, in the order given, in one transaction: one lock of
+    the run's ``*`` row and one commit for all, where ``join`` takes one each. The rules are the
+    same per click (each its own click number, seat or place in line); a burst of hundreds is
+    then answered in the time the database takes for their statements, not their commits."""
+    async with engine.connect() as conn:
+        run = await signup_run(conn, run_id)
+    answers: dict[int, JoinAnswer] = {}
+    for n, click in enumerate(clicks):
+        refused = rules.refusal(run, click.option, click.member_roles, click.now)
+        if refused is not None:
+            answers[n] = refused
+    if len(answers) < len(clicks):
+        assert run is not None
+        await ensure_pools(engine, run_id, run.signup)
+        async with engine.begin() as conn:
+            first = await sql.next_clicks(conn, run_id, len(clicks) - len(answers))
+            assert first is not None, "the pools were created before"
+            # Read again under the lock: a cancel, a close or the start may have come since.
+            members = [click.member_id for n, click in enumerate(clicks) if n not in answers]
+            known = await sql.signups_of(conn, run_id, members)
+            batch = rules.Batch(await signup_run(conn, run_id), first, {m: known.get(m) for m in members})
+            for n, click in enumerate(clicks):
+                if n in answers:
+                    continue
+                answer = await rules.join_locked(
+                    conn,
+                    run_id,
+                    click.member_id,
+                    click.member_name,
+                    click.option,
+                    click.member_roles,
+                    click.now,
+                    batch=batch,
+                )
+                assert not isinstance(answer, AlreadyKnown | NotSignedUp), (
+                    "a press is neither an import nor a move"
+                )
+                answers[n] = answer
+            await batch.flush(conn)
+    return [answers[n] for n in range(len(clicks))]
 
 
 @retry_on_conflict
@@ -339,7 +281,7 @@ async def leave(
             return Left(option, was)
         await sql.free_seat(conn, run_id, option)
         await sql.free_seat(conn, run_id, OVERALL)
-        promoted = await _promote(conn, run_id, now, left=(member_id, member_name))
+        promoted = await rules.promote(conn, run_id, now, left=(member_id, member_name))
         before_start = (run.starts_at - now).total_seconds()
         late = staff is None and before_start < run.signup.late_cancel
         if late:

@@ -78,6 +78,19 @@ async def next_click(conn: AsyncConnection, run_id: int) -> int | None:
     return int((await conn.execute(sa.select(signup_pools.c.clicks).where(*where))).scalar_one())
 
 
+async def next_clicks(conn: AsyncConnection, run_id: int, count: int) -> int | None:
+    """Lock the run's ``*`` pool and take ``count`` click numbers at once; the first of them
+    (``None``: no pools yet). A burst's presses (``join_many``) are numbered in one statement."""
+    where = (signup_pools.c.run_id == run_id, signup_pools.c.pool == OVERALL)
+    moved = await conn.execute(
+        sa.update(signup_pools).where(*where).values(clicks=signup_pools.c.clicks + count)
+    )
+    if moved.rowcount != 1:
+        return None
+    last = int((await conn.execute(sa.select(signup_pools.c.clicks).where(*where))).scalar_one())
+    return last - count + 1
+
+
 async def lock_run(conn: AsyncConnection, run_id: int) -> bool:
     """Lock the run's ``*`` pool without taking a click (a leave); ``False``: no pools yet."""
     query = (
@@ -149,6 +162,44 @@ async def write_signup(
         )
     else:
         await conn.execute(sa.insert(signups).values(run_id=run_id, member_id=member_id, **values))
+
+
+async def signups_of(conn: AsyncConnection, run_id: int, member_ids: Sequence[str]) -> dict[str, Row]:
+    """The sign-ups of ``member_ids`` on the run, in one statement (a burst's, ``join_many``)."""
+    if not member_ids:
+        return {}
+    query = sa.select(signups).where(
+        signups.c.run_id == run_id, signups.c.member_id.in_(list(set(member_ids)))
+    )
+    return {str(row["member_id"]): row for row in (await conn.execute(query)).mappings()}
+
+
+async def insert_signups(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """New sign-ups in one statement (a burst's, written after their seats were decided)."""
+    if rows:
+        await conn.execute(sa.insert(signups), list(rows))
+
+
+def new_signup(
+    *,
+    run_id: int,
+    member_id: str,
+    member_name: str,
+    option: str,
+    status: SignupStatus,
+    position: int,
+    now: dt.datetime,
+) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "member_id": member_id,
+        "member_name": member_name[:100],
+        "option": option,
+        "status": status.value,
+        "position": position,
+        "joined_at": now,
+        "updated_at": now,
+    }
 
 
 async def set_status(

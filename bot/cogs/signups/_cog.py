@@ -12,11 +12,13 @@ the message's list is then brought up to date by the loop, coalesced.
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Any
 
 import discord
 from discord import app_commands
 from discord.ext import commands
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.cogs.signups._staff import StaffSignupButton
 from bot.cogs.signups._staff import add_commands as add_staff_commands
@@ -62,14 +64,29 @@ class SignupButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], t
             await reply_to_error(interaction, exc)
 
 
+# The (run, message) pairs found to be a run's sign-up message, per database: a message once
+# posted for a run is that run's for good, so a burst of presses reads it once, not once each.
+_VERIFIED: weakref.WeakKeyDictionary[AsyncEngine, set[tuple[int, int]]] = weakref.WeakKeyDictionary()
+
+
+async def _posted_for(engine: AsyncEngine, run_id: int, message_id: int) -> bool:
+    known = _VERIFIED.setdefault(engine, set())
+    if (run_id, message_id) in known:
+        return True
+    posted = await signup_messages.message_of(engine, run_id)
+    if posted is None or posted.message_id != str(message_id):
+        return False
+    known.add((run_id, message_id))
+    return True
+
+
 async def click(bot: Served, interaction: discord.Interaction, run_id: int, choice: str) -> None:
     # Acknowledged first, so the answer is in time whatever the database takes.
     await interaction.response.defer(ephemeral=True, thinking=True)
     # The custom id is the client's to write: the run it names must be the one this message was
     # posted for, or a forged press would sign a member up to any run.
-    posted = await signup_messages.message_of(bot.services.engine, run_id)
     message = interaction.message
-    if posted is None or message is None or posted.message_id != str(message.id):
+    if message is None or not await _posted_for(bot.services.engine, run_id, message.id):
         await interaction.followup.send(NOT_THIS_MESSAGE, ephemeral=True)
         return
     member = interaction.user
