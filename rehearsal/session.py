@@ -18,7 +18,7 @@ from rehearsal.console import Console, format_duration, is_terminal, run_label
 from rehearsal.delivery import ConsoleDelivery
 from runner import catalog, views
 from runner.clock import ManualClock
-from runner.definitions import REMINDER_ACTION, REMINDERS_PHASE, EventDefinition
+from runner.definitions import REMINDERS_PHASE, EventDefinition, reminder_action
 from runner.dispatch import perform
 from runner.engine import RunnerSettings
 from runner.history import Actor, Entry, RunCreated, RunStatusChanged
@@ -158,7 +158,7 @@ class Rehearsal:
 
     async def remind(self, scopes: list[str], starts_at: dt.datetime) -> None:
         """Each reminder at its moment before ``starts_at``, for each scope, performed by the
-        action a live occurrence performs it with (``REMINDER_ACTION``, with the step context
+        action a live occurrence performs it with (``reminder_action``, with the step context
         a live reminder has) through this rehearsal's delivery: what players would read is
         shown, and a channel or ping role the config lacks fails here, not an hour before the
         live event. A rehearsal run has no reminders of its own (it starts now, as a manual
@@ -203,14 +203,15 @@ class Rehearsal:
             verify=False,
         )
         registry = build_registry(self.services.delivery, describe)
-        outcome = await perform(registry, envelope, REMINDER_ACTION)
+        action = reminder_action(reminder.to)
+        outcome = await perform(registry, envelope, action)
         self.console.release(envelope.step_id)
         name = f"{label} ({scope})" if scope else label
         record = {
             "scope": scope,
             "label": label,
             "before_seconds": reminder.before,
-            "action": REMINDER_ACTION,
+            "action": action,
         }
         if outcome.outcome is ActionOutcome.DONE:
             self.console.aside("reminder", f"{name}: sent", **record, outcome="sent")
