@@ -27,6 +27,8 @@ from wiring.config import CAPABILITIES, Config
 
 log = logging.getLogger(__name__)
 
+# A command every member of the server may use (``/reminders``): no role is needed.
+EVERYONE = "everyone"
 WHAT = {
     "start": "start events",
     "control": "pause, resume, cancel, retry or skip runs",
@@ -68,7 +70,7 @@ def refusal(config: Config, interaction: discord.Interaction, capability: str) -
     """Why this interaction may not use ``capability``; ``None`` when it may."""
     if wrong_guild(config, interaction.guild_id):
         return "This bot only serves its own server; nothing was done."
-    if member_may(config, interaction.user, capability):
+    if capability == EVERYONE or member_may(config, interaction.user, capability):
         return None
     allowed = sorted(roles_for(config, capability))
     if not allowed:
