@@ -68,7 +68,7 @@ def attendee_dms_action(
 
     return Action(
         id=ATTENDEE_REMINDER_ACTION,
-        label="DM the attendees (a reminder with to: attendees)",
+        label="A reminder's DM to each attendee",
         risk="notify",
         reversible="none",
         version=1,
