@@ -30,7 +30,7 @@ def test_rehearse_shows_the_dm_each_seated_member_would_get(cli: Cli, tmp_path: 
     assert result.code == 0, result.out
     lines = result.lines
     dm = lines.index(
-        "[-01:00:00] Reminder, 1h before: DM to each member seated in the run "
+        "[-01:00:00] Reminder to attendees, 1h before: DM to each member seated in the run "
         "(nobody is seated in a rehearsal), unless they turned reminders off"
     )
     assert lines[dm + 1].strip().startswith("✉ Test event starts <t:")

@@ -68,8 +68,9 @@ def start_stamp(sim: Sim) -> int:
 async def test_each_seated_member_gets_one_dm_at_the_reminders_moment_and_the_waiting_none(sim: Sim) -> None:
     """Two seats: the player and the GM are seated, a third member waits. Nothing before 00:05;
     just after it one DM each to the seated two (placeholders filled in, how to stop them
-    under it), none to the one waiting; and no second DM at any later pass."""
-    _, message = await booked(sim)
+    under it), none to the one waiting; ``/event status`` shows the reminder sent, named as a
+    DM to attendees; and no second DM at any later pass."""
+    run_id, message = await booked(sim)
     waiting = sim.guild.add_member(sim.env.create_user("waiting"))
     for member in (sim.player, sim.gm, waiting):
         await member.click(message, label="going")
@@ -83,6 +84,11 @@ async def test_each_seated_member_gets_one_dm_at_the_reminders_moment_and_the_wa
     assert dms_to(sim, sim.player) == [expected]
     assert dms_to(sim, sim.gm) == [expected]
     assert dms_to(sim, waiting) == []
+    status = (await sim.mod.slash(sim.staff, "event status", run=run_id)).response
+    reminders = next(f for f in status.embeds[0].fields if f.name == "Reminders")
+    assert reminders.value.startswith("🔔 Reminder to attendees, 5m before") and reminders.value.endswith(
+        "— sent"
+    )
     await advance_to(sim, 9 * 60)
     assert len(dms_to(sim, sim.player)) == 1 and len(dms_to(sim, sim.gm)) == 1
 
