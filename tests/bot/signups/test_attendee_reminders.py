@@ -14,8 +14,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import pytest
 import simcord
 
+from bot.cogs.reminders import _loop as reminders_loop
 from bridge import reminder_dms
 from runner.views import list_runs
 from tests.bot.conftest import TICK, Sim
@@ -143,29 +145,40 @@ async def test_two_bot_processes_on_one_database_send_each_dm_once(sim: Sim, pai
         assert len(dms_to(sim, member)) == 1
 
 
-async def test_a_restart_between_claiming_a_dm_and_sending_it_sends_it_once(sim: Sim) -> None:
-    """The process that claimed the DMs dies before sending them (its claim is in the database,
-    nothing reached Discord). The restarted bot leaves them while the dead claim holds, then
+async def test_a_restart_between_claiming_a_dm_and_sending_it_sends_it_once(
+    sim: Sim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bot claims the DMs and dies before sending them (its claims are in the database,
+    nothing reached Discord). The restarted bot leaves them while the dead claims hold, then
     sends each once; it never sends one twice."""
     run_id, message = await booked(sim)
     await sim.player.click(message, label="going")
     await sim.gm.click(message, label="going")
-    # The reminder falls due with the DM loop stopped: the rows are written, nobody sends them.
-    await sim.bot.attendee_reminders.loop.stop()
+
+    async def dies(*args: Any, **kwargs: Any) -> tuple[str | None, str | None]:
+        raise ProcessDied
+
+    monkeypatch.setattr(reminders_loop, "dm_or_mention", dies)
     await advance_to(sim, REMINDER_AT + TICK)
-    assert len(await reminder_dms.of_run(sim.engine, run_id)) == 2
-    claimed = await reminder_dms.claim_due(sim.engine, "a-process-that-died", sim.now())
-    assert len(claimed) == 2 and dms_to(sim, sim.player) == []
+    rows = await reminder_dms.of_run(sim.engine, run_id)
+    dead = sim.bot.services.runner.owner
+    assert {(row["claimed_by"], row["settled_at"]) for row in rows} == {(dead, None)} and len(rows) == 2
+    assert dms_to(sim, sim.player) == [] and dms_to(sim, sim.gm) == []
+    monkeypatch.undo()
     with sim.env.time_context():
         await sim.start_bot()
     await sim.env.advance_time(2 * TICK)
-    assert dms_to(sim, sim.player) == [], "sent while another process's claim held it"
+    assert dms_to(sim, sim.player) == [], "sent while the dead process's claim held it"
     await sim.env.advance_time(reminder_dms.LEASE_SECONDS)
     assert len(dms_to(sim, sim.player)) == 1 and len(dms_to(sim, sim.gm)) == 1
     rows = await reminder_dms.of_run(sim.engine, run_id)
     assert {(row["settled_as"], row["attempts"]) for row in rows} == {("dm", 2)}
     await advance_to(sim, 9 * 60)
     assert len(dms_to(sim, sim.player)) == 1 and len(dms_to(sim, sim.gm)) == 1
+
+
+class ProcessDied(Exception):
+    """The process dies between the claim and the send (no settle, no DM)."""
 
 
 def last_text(result: Any) -> str:
