@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from actions.attendee_dms import attendee_dms_action
 from actions.core import wait_action
 from actions.delivery import Delivery
 from actions.messaging import Describe, announce_action, cue_action
@@ -33,6 +34,7 @@ def build_registry(
     registry.register("messaging", [announce_action(delivery, describe), cue_action(delivery, describe)])
     registry.register("threads", [thread_action(delivery, describe, threads or RecordingThreads())])
     registry.register("signups", [signup_action(delivery, describe, signups or NoSignups())])
+    registry.register("reminders", [attendee_dms_action(delivery, describe)])
     # ``webhooks``: the config's targets by alias (none: a step naming one fails at preflight).
     registry.register(
         "webhook", [webhook_action(webhooks or {}, describe, rehearsed=getattr(delivery, "would_send", None))]

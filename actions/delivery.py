@@ -17,7 +17,9 @@ The bot supplies the Discord implementation, the offline rehearsal a console one
   pressed while it was being posted): no live buttons on a dead run, and the text says why;
 * ``post_signup`` at most one sign-up message per run, whoever posts it (the booking or a
   ``discord.signup`` step, retried after a crash or not): a run that has its message answers
-  that message, never a second.
+  that message, never a second;
+* ``dm_attendees`` at most one direct message per member per reminder of a run, however often
+  it is asked (a reminder retried after a crash), and none to a member who turned them off.
 """
 
 from __future__ import annotations
@@ -90,6 +92,30 @@ class SignupPost:
     run_id: int
     step_id: int
     context: StepContext | None = None
+
+
+@dataclass(frozen=True)
+class AttendeeDms:
+    """A reminder written ``to: attendees``: ``content`` (placeholders filled in) for each of
+    ``members``, the run's seated members when it fell due."""
+
+    content: str
+    members: tuple[str, ...]
+    run_id: int
+    step_id: int
+    context: StepContext | None = None
+
+
+@dataclass(frozen=True)
+class DmsQueued:
+    """What became of an ``AttendeeDms``: how many members it goes to (each once), and how many
+    seated members turned reminders off."""
+
+    members: int
+    opted_out: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"members": self.members, "opted_out": self.opted_out}
 
 
 @dataclass(frozen=True)
@@ -174,6 +200,11 @@ class Delivery(Protocol):
         already (wherever it went), if it has one, never a second."""
         ...
 
+    async def dm_attendees(self, request: AttendeeDms) -> DmsQueued:
+        """Send ``request.content`` to each member by direct message, once per member and
+        reminder, leaving out those who turned reminders off."""
+        ...
+
 
 def cue_closer(
     delivery: Delivery,
@@ -217,6 +248,8 @@ class RecordingDelivery:
     # Sign-up messages by run: one per run, as the bot keeps it.
     signup_messages: dict[int, Posted] = field(default_factory=dict)
     signup_attempts: list[SignupPost] = field(default_factory=list)
+    # Each member's reminder DMs by (run, step): once each, as the bot sends them.
+    dms: dict[tuple[int, int, str], str] = field(default_factory=dict)
     _next_id: int = 1000
     _by_key: dict[str, Posted] = field(default_factory=dict)
 
@@ -261,6 +294,13 @@ class RecordingDelivery:
         posted = Posted(request.channel, str(self._next_id), request.channel)
         self.signup_messages[request.run_id] = posted
         return SignupPosted(posted, created=True)
+
+    async def dm_attendees(self, request: AttendeeDms) -> DmsQueued:
+        if self.failures:
+            raise self.failures.pop(0)
+        for member in request.members:
+            self.dms.setdefault((request.run_id, request.step_id, member), request.content)
+        return DmsQueued(len(request.members))
 
     def _deliver(self, kind: str, request: Announcement | Cue, channel: str) -> Posted:
         self.attempts.append(request)

@@ -32,6 +32,8 @@ from bot.cogs.events_tab._loop import Mirror
 from bot.cogs.live._loop import LiveRuns
 from bot.cogs.players._cog import players_commands
 from bot.cogs.publishing._drafts import Drafts
+from bot.cogs.reminders._cog import reminder_commands
+from bot.cogs.reminders._loop import AttendeeReminders
 from bot.cogs.signups._import import SignupImports
 from bot.cogs.signups._messages import SignupMessages
 from bot.cogs.signups._roles import AttendeeRoles
@@ -61,7 +63,7 @@ log = logging.getLogger(__name__)
 # Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
 STAFF_LOG_WORK = "staff-log"
 
-EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog", "bot.cogs.authoring._cog", "bot.cogs.attendance._cog", "bot.cogs.players._cog")  # fmt: skip
+EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog", "bot.cogs.authoring._cog", "bot.cogs.attendance._cog", "bot.cogs.players._cog", "bot.cogs.reminders._cog")  # fmt: skip
 
 
 class EventBot(commands.Bot):
@@ -159,6 +161,11 @@ class EventBot(commands.Bot):
         )
         # A ``discord.signup`` step's message is the loop's to post, as the booking's is.
         self.services.delivery.signup_poster = self.signup_messages
+        # Reminders to attendees by DM: the delivery writes them when one falls due, the loop sends.
+        self.attendee_reminders = AttendeeReminders(
+            self.kit, lease=self.lease_for("reminder-dms"), interval=interval
+        )
+        self.services.delivery.attendee_dms = self.attendee_reminders
         # The Discord event's Interested members imported as sign-ups (``signup.interested``).
         self.signup_imports = SignupImports(
             self.kit, desk, lease=self.lease_for("signup-import"), interval=interval
@@ -241,6 +248,7 @@ class EventBot(commands.Bot):
             self.signup_imports,
             self.event_threads,
             self.attendee_roles,
+            self.attendee_reminders,
         ]
         return loops if self.staff_log is None else [self.staff_log, *loops]
 
@@ -286,6 +294,7 @@ class CommandPublisher(discord.Client):
         self.tree: app_commands.CommandTree[CommandPublisher] = app_commands.CommandTree(self)
         self.tree.add_command(event_commands())
         self.tree.add_command(players_commands())
+        self.tree.add_command(reminder_commands())
 
 
 def event_commands() -> app_commands.Group:

@@ -1,7 +1,8 @@
 """The bot's background work: one shape for every loop that follows the database.
 
 Each loop (the staff log, the live messages, the Events tab, the sign-up messages, the event
-threads, the attendee roles, the Interested import) is a ``LeasedLoop``: an ``ext.tasks`` loop
+threads, the attendee roles, the Interested import, the reminders to attendees by DM) is a
+``LeasedLoop``: an ``ext.tasks`` loop
 that wakes at its interval or when something it follows is published on the runner's bus
 (``runner.bus``), and that does its pass only while this process holds the work's lease
 (``bot.work_lease``), so two bot processes on one database never do it twice. The loop is

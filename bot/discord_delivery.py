@@ -43,6 +43,7 @@ from actions.mentions import Mentions, PingPolicy
 from actions.messaging import Describe
 from bot.channel_budget import ChannelBudget
 from bot.cogs.cues._render import cue_embed, cue_view, mark_settled, settled_text
+from bot.cogs.reminders._queue import QueuesAttendeeDms
 from bot.cogs.signups._role_checks import attendee_role_problems
 from bot.discord_messages import (
     EVERYONE,
@@ -73,7 +74,7 @@ class SignupPoster(Protocol):
     ) -> SignupPosted: ...
 
 
-class DiscordDelivery:
+class DiscordDelivery(QueuesAttendeeDms):
     def __init__(
         self,
         bot: discord.Client,

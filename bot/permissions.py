@@ -29,7 +29,7 @@ from wiring.config import CAPABILITIES, Config
 
 log = logging.getLogger(__name__)
 
-# The capability of what every member of the served guild may use (``/events``).
+# What every member of the served guild may use (``/events``, ``/reminders``): no role needed.
 EVERYONE = "everyone"
 
 WHAT = {
@@ -77,9 +77,7 @@ def refusal(config: Config, interaction: discord.Interaction, capability: str) -
     """Why this interaction may not use ``capability``; ``None`` when it may."""
     if wrong_guild(config, interaction.guild_id):
         return "This bot only serves its own server; nothing was done."
-    if capability == EVERYONE:
-        return None
-    if member_may(config, interaction.user, capability):
+    if capability == EVERYONE or member_may(config, interaction.user, capability):
         return None
     allowed = sorted(roles_for(config, capability))
     if not allowed:

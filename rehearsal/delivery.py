@@ -8,8 +8,10 @@ from typing import Any
 
 from actions.delivery import (
     Announcement,
+    AttendeeDms,
     Cue,
     DeliveryError,
+    DmsQueued,
     Embed,
     Posted,
     SignupPost,
@@ -165,6 +167,29 @@ class ConsoleDelivery:
             closed=closed,
         )
         return SignupPosted(posted, created=True)
+
+    async def dm_attendees(self, request: AttendeeDms) -> DmsQueued:
+        """A reminder ``to: attendees``: the DM each seated member would get. A rehearsal has
+        no sign-ups, so nobody gets it here; live, each seated member gets it once."""
+        context = request.context
+        label = context.step_label or "Reminder" if context is not None else "Reminder"
+        scope = context.scope if context is not None else ""
+        name = f"{label} ({scope})" if scope else label
+        who = f"{len(request.members)} seated now" if request.members else "nobody is seated in a rehearsal"
+        body = self._readable([f"✉ {line}" for line in request.content.splitlines() or [""]])
+        self.console.emit_for_step(
+            request.step_id,
+            "delivery",
+            f"{name}: DM to each member seated in the run ({who}), unless they turned reminders off",
+            *body,
+            kind="dm_attendees",
+            run_id=request.run_id,
+            step_id=request.step_id,
+            scope=scope or None,
+            content=request.content,
+            members=len(request.members),
+        )
+        return DmsQueued(len(request.members))
 
     async def check(self, request: Announcement | Cue) -> list[str]:
         # The rule ``validate`` and ``publish`` apply too (``wiring.aliases``).

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from actions import build_registry
 from runner import views
-from runner.definitions import REMINDER_ACTION, REMINDERS_PHASE
+from runner.definitions import REMINDERS_PHASE, reminder_action
 from runner.dispatch import perform
 from runner.registry import Envelope
 from runner.reminder_rules import reminder_label
@@ -22,7 +22,7 @@ ACTOR_NAME = "rehearsal"
 
 async def remind(rehearsal: Rehearsal, scopes: list[str], starts_at: dt.datetime) -> None:
     """Each reminder at its moment before ``starts_at``, for each scope, performed by the
-    action a live occurrence performs it with (``REMINDER_ACTION``, with the step context
+    action a live occurrence performs it with (``reminder_action``, with the step context
     a live reminder has) through this rehearsal's delivery: what players would read is
     shown, and a channel or ping role the config lacks fails here, not an hour before the
     live event. A rehearsal run has no reminders of its own (it starts now, as a manual
@@ -68,14 +68,15 @@ async def _send_reminder(rehearsal: Rehearsal, seq: int, scope: str, starts_at: 
         verify=False,
     )
     registry = build_registry(rehearsal.services.delivery, describe)
-    outcome = await perform(registry, envelope, REMINDER_ACTION)
+    action = reminder_action(reminder.to)
+    outcome = await perform(registry, envelope, action)
     rehearsal.console.release(envelope.step_id)
     name = f"{label} ({scope})" if scope else label
     record = {
         "scope": scope,
         "label": label,
         "before_seconds": reminder.before,
-        "action": REMINDER_ACTION,
+        "action": action,
     }
     if outcome.outcome is ActionOutcome.DONE:
         rehearsal.console.aside("reminder", f"{name}: sent", **record, outcome="sent")

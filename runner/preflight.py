@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from runner.definitions import REMINDER_ACTION, EventDefinition
+from runner.definitions import EventDefinition, reminder_action
 from runner.definitions.signup import SIGNUP_ACTION
 from runner.dispatch import perform
 from runner.errors import Problem
@@ -40,7 +40,7 @@ def performed(definition: EventDefinition) -> Iterator[Performed]:
     """Every action a run performs: the reminders (first, as they go out before the start),
     then each phase's steps."""
     for index, reminder in enumerate(definition.reminders):
-        yield Performed(REMINDER_ACTION, dict(reminder.params), field=f"reminders.{index}")
+        yield Performed(reminder_action(reminder.to), dict(reminder.params), field=f"reminders.{index}")
     for phase in definition.phases:
         for index, step in enumerate(phase.steps):
             params = dict(step.params)

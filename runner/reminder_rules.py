@@ -10,7 +10,9 @@ from runner.definitions import EventDefinition
 
 def reminder_label(definition: EventDefinition, seq: int) -> str:
     reminder = definition.reminders[seq]
-    return reminder.label or f"Reminder, {reminder.shown_lead()} before"
+    # Staff tell a DM to the attendees from a channel message in /event status and the log.
+    whom = " to attendees" if reminder.to == "attendees" else ""
+    return reminder.label or f"Reminder{whom}, {reminder.shown_lead()} before"
 
 
 def lead_of(definition: EventDefinition, seq: int) -> float | None:

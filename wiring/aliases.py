@@ -15,8 +15,10 @@ import re
 from actions import mentions
 from actions.delivery import (
     Announcement,
+    AttendeeDms,
     Cue,
     DeliveryError,
+    DmsQueued,
     Posted,
     SignupPost,
     SignupPosted,
@@ -136,6 +138,9 @@ class AliasCheckDelivery:
         raise DeliveryError(NOT_A_POSTING_DELIVERY, transient=False)
 
     async def post_signup(self, request: SignupPost) -> SignupPosted:
+        raise DeliveryError(NOT_A_POSTING_DELIVERY, transient=False)
+
+    async def dm_attendees(self, request: AttendeeDms) -> DmsQueued:
         raise DeliveryError(NOT_A_POSTING_DELIVERY, transient=False)
 
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.definitions import CronSchedule, EventDefinition, OnceSchedule
-from runner.definitions.model import ManualSchedule, shown_duration
+from runner.definitions.durations import shown_duration
+from runner.definitions.model import ManualSchedule
 from runner.errors import UserFacingError
 
 ANNOUNCE = "discord.announce"

@@ -6,10 +6,11 @@ are checked against the params model the named action declares, so a definition 
 is one every step of which its action will accept.
 """
 
-from runner.definitions.durations import duration_seconds
+from runner.definitions.durations import duration_seconds, shown_duration
 from runner.definitions.keys import KEY
 from runner.definitions.loading import from_spec, load_file, parse_yaml, read_file
 from runner.definitions.model import (
+    ATTENDEE_REMINDER_ACTION,
     CONCURRENCY_KEY_MAX,
     DEFAULT_GRACE_SECONDS,
     DUPLICATE_PHASES,
@@ -27,12 +28,13 @@ from runner.definitions.model import (
     ReminderDefinition,
     Schedule,
     StepDefinition,
-    shown_duration,
+    reminder_action,
 )
 from runner.definitions.signup import SignupDefinition
 from runner.definitions.validation import publication_problems, validate
 
 __all__ = [
+    "ATTENDEE_REMINDER_ACTION",
     "CONCURRENCY_KEY_MAX",
     "DEFAULT_GRACE_SECONDS",
     "DUPLICATE_PHASES",
@@ -58,6 +60,7 @@ __all__ = [
     "parse_yaml",
     "publication_problems",
     "read_file",
+    "reminder_action",
     "shown_duration",
     "validate",
 ]

@@ -19,13 +19,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from runner import schedule
+from runner.definitions.durations import shown_duration
 from runner.definitions.model import (
     DiscordEventDefinition,
     EventDefinition,
     PhaseDefinition,
     ReminderDefinition,
     StepDefinition,
-    shown_duration,
 )
 from runner.errors import ordinal
 

@@ -75,3 +75,13 @@ def grace_seconds(value: Any, most: int) -> int:
     if seconds != int(seconds):
         raise ValueError("grace_seconds is whole seconds (no fractions)")
     return int(seconds)
+
+
+def shown_duration(seconds: float) -> str:
+    """``1h``, ``15m``, ``1h30m``: a duration as a person reads it."""
+    whole = int(seconds)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{n}{unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")) if n]
+    return "".join(parts) or f"{seconds:g}s"

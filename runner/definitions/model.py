@@ -28,7 +28,7 @@ from pydantic import (
 from runner import limits
 from runner.definitions import cron_dates
 from runner.definitions.conditions import StepCondition
-from runner.definitions.durations import bounded_seconds, grace_seconds
+from runner.definitions.durations import bounded_seconds, grace_seconds, shown_duration
 from runner.definitions.keys import checked_key, repeated
 from runner.definitions.signup import SignupDefinition
 from runner.states import OnFailure
@@ -44,6 +44,9 @@ REHEARSAL_KEY_PREFIX = "rehearsal:"
 # from writing (a key may not start with ``_``), so a phase of that name can never collide.
 REMINDERS_PHASE = "_reminders"
 REMINDER_ACTION = "discord.announce"
+# A reminder written ``to: attendees``: a direct message to each seated member (``actions.attendee_dms``).
+ATTENDEE_REMINDER_ACTION = "discord.dm_attendees"
+REMINDER_OWN = ("before", "label", "to")  # a reminder's own fields, written beside its action's
 MAX_REMINDERS = 5
 MAX_REMINDER_LEAD_SECONDS = 7 * 24 * 60 * 60
 MAX_DURATION_SECONDS = 7 * 24 * 60 * 60
@@ -200,16 +203,16 @@ class ReminderDefinition(_Strict):
 
     before: float
     label: str | None = Field(default=None, max_length=200)
+    to: Literal["attendees"] | None = None
     params: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
     def _flat(cls, data: Any) -> Any:
         if isinstance(data, dict) and "params" not in data:
-            own = {"before", "label"}
             return {
-                **{k: v for k, v in data.items() if k in own},
-                "params": {k: v for k, v in data.items() if k not in own},
+                **{k: v for k, v in data.items() if k in REMINDER_OWN},
+                "params": {k: v for k, v in data.items() if k not in REMINDER_OWN},
             }
         return data
 
@@ -225,13 +228,9 @@ class ReminderDefinition(_Strict):
         return shown_duration(self.before)
 
 
-def shown_duration(seconds: float) -> str:
-    whole = int(seconds)
-    days, rest = divmod(whole, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{n}{unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")) if n]
-    return "".join(parts) or f"{seconds:g}s"
+def reminder_action(to: Any) -> str:
+    """The action a reminder is performed (and its fields checked) with."""
+    return ATTENDEE_REMINDER_ACTION if to == "attendees" else REMINDER_ACTION
 
 
 class DiscordEventDefinition(_Strict):
@@ -385,6 +384,11 @@ class EventDefinition(_Strict):
         duplicates = repeated(p.key for p in self.phases)
         if duplicates:
             raise ValueError(f"{DUPLICATE_PHASES}; listed twice: {', '.join(duplicates)}")
+        if any(step.action == ATTENDEE_REMINDER_ACTION for phase in self.phases for step in phase.steps):
+            # Its DMs say "starts in ...": one not sent by the start is dropped, which a step is not.
+            raise ValueError(
+                f"{ATTENDEE_REMINDER_ACTION} is a reminder's: write it under reminders: with to: attendees"
+            )
         return self
 
     def run_scopes(self) -> list[str]:
@@ -425,6 +429,9 @@ class EventDefinition(_Strict):
             for field in ("interested", "opens"):
                 if dumped["signup"].get(field) is None:
                     dumped["signup"].pop(field, None)
+        # Likewise reminders written before ``to`` existed.
+        for reminder in (r for r in dumped["reminders"] if r.get("to") is None):
+            reminder.pop("to", None)
         # Likewise steps written before a step could have a condition.
         for step in (step for phase in dumped["phases"] for step in phase["steps"]):
             if step.get("when") is None:

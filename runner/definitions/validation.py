@@ -15,12 +15,13 @@ from runner.clock import to_naive_utc
 from runner.definitions.conditions import condition_problems
 from runner.definitions.model import (
     DUPLICATE_PHASES,
-    REMINDER_ACTION,
+    REMINDER_OWN,
     CronSchedule,
     EventDefinition,
     OnceSchedule,
     StepDefinition,
     _shortest_gap_seconds,
+    reminder_action,
 )
 from runner.definitions.signup import SIGNUP_ACTION
 from runner.definitions.signup import placeholder_problems as signup_placeholder_problems
@@ -384,20 +385,18 @@ def _scope_problems(
 def _reminder_problems(
     definition: EventDefinition, registry: ActionRegistry, file: str | None
 ) -> list[Problem]:
-    """Each reminder is an announcement: its fields are checked by that action's own params
-    model, scope by scope, and located at ``reminders.<index>.<field>``."""
+    """Each reminder is an announcement or a DM to the attendees: its fields are checked by that
+    action's own params model, scope by scope, and located at ``reminders.<index>.<field>``."""
     problems: list[Problem] = []
     for index, reminder in enumerate(definition.reminders):
-        found = _check_step(REMINDER_ACTION, reminder.params, registry, file, "", index, beside=_REMINDER_OWN)
+        action = reminder_action(reminder.to)
+        found = _check_step(action, reminder.params, registry, file, "", index, beside=REMINDER_OWN)
         if not found:
-            step = StepDefinition(action=REMINDER_ACTION, params=reminder.params)
+            step = StepDefinition(action=action, params=reminder.params)
             found = _scope_problems(definition, registry, file, "", index, step)
+            found += _signup_step_problems(definition, registry, file, "", index, step)
         problems.extend(_at_reminder(found, index, file))
     return problems
-
-
-# A reminder's own fields, written beside its announcement's.
-_REMINDER_OWN = ("before", "label")
 
 
 def _at_reminder(found: list[Problem], index: int, file: str | None) -> list[Problem]:
@@ -421,8 +420,9 @@ def _reminder_problems_raw(raw: dict[str, Any], registry: ActionRegistry, file: 
     for index, reminder in enumerate(reminders):
         if not isinstance(reminder, dict) or "params" in reminder:
             continue
-        params = {k: v for k, v in reminder.items() if k not in _REMINDER_OWN}
-        found = _check_step(REMINDER_ACTION, params, registry, file, "", index, beside=_REMINDER_OWN)
+        params = {k: v for k, v in reminder.items() if k not in REMINDER_OWN}
+        action = reminder_action(reminder.get("to"))
+        found = _check_step(action, params, registry, file, "", index, beside=REMINDER_OWN)
         problems.extend(_at_reminder(found, index, file))
     return problems
 

@@ -2,7 +2,8 @@
 
 ``core``: the engine's tables and those every run has (listings, live messages, claims,
 leases); ``signups``: the sign-up tables, threads and attendee-role grants; ``cleanup``: the ledger
-of what a run did that a cancel can undo. The statements that
+of what a run did that a cancel can undo; ``reminders``: the reminders sent by DM and who turned
+them off. The statements that
 read and write them live in ``runner/sql/`` (one module per table group), or, for the tables
 only the Discord-shaped services use, in ``bridge/sql/``.
 
@@ -28,6 +29,7 @@ from runner.schema.core import (
     versions,
     work_leases,
 )
+from runner.schema.reminders import dm_settings, reminder_dms
 from runner.schema.signups import (
     attendance,
     attendee_grants,
@@ -59,11 +61,13 @@ __all__ = [
     "attendance",
     "attendee_grants",
     "definitions",
+    "dm_settings",
     "external_claims",
     "listings",
     "live_messages",
     "metadata",
     "processes",
+    "reminder_dms",
     "run_log",
     "run_summaries",
     "run_threads",

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from runner.db import insert_ignore
-from runner.definitions import REMINDER_ACTION, REMINDERS_PHASE, EventDefinition
+from runner.definitions import REMINDERS_PHASE, EventDefinition, reminder_action
 from runner.records import StepRecord
 from runner.reminder_rules import moment_of, reminder_label
 from runner.schema import runs, steps
@@ -33,7 +33,7 @@ def reminder_rows(
                 "phase": REMINDERS_PHASE,
                 "seq": seq,
                 "label": reminder_label(definition, seq),
-                "action_id": REMINDER_ACTION,
+                "action_id": reminder_action(reminder.to),
                 "params": dict(reminder.params),
                 "action_version": 1,
                 # A reminder is a courtesy: its failure must never stop the event.

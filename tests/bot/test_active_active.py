@@ -148,6 +148,7 @@ async def test_the_staff_log_live_message_and_mirror_post_once_with_both_process
         "signup-messages",
         "event-threads",
         "attendee-roles",
+        "reminder-dms",
     }
     assert set(holders.values()) <= {owner(a), owner(b)}
     for name, holder in holders.items():

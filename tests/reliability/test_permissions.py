@@ -711,6 +711,7 @@ async def test_the_matrix_covers_every_control_and_actor(world: World) -> None:
         offered = world.actors[actor].available_commands(world.where(actor))
         # ``/events`` is for everyone (tests/bot/players): only ``/event`` is gated.
         assert {c for c in offered if c.startswith("event ")} == {f"event {c}" for c in leaves}, actor
+        assert {"reminders off", "reminders on"} <= set(offered), actor
     guild = world.bot.get_guild(world.home.id)
     assert guild is not None and guild.owner_id == world.actors["owner"].id
     assert len(CASES) == len(CONTROLS) * len(ACTORS)

@@ -30,6 +30,7 @@ import discord
 from actions.delivery import DeliveryError, Posted, SignupPosted
 from bot.background import Background, LeasedLoop
 from bot.cogs.signups._departures import MemberDepartures
+from bot.cogs.signups._dm import dm_or_mention
 from bot.cogs.signups._view import NO_MENTIONS, digest, promoted_text, signup_embed, signup_view
 from bot.work_lease import WorkLease
 from bridge import signup_messages
@@ -50,7 +51,6 @@ def signup_nonce(run_id: int) -> str:
 # Seconds between two edits of one sign-up message.
 EDIT_GAP = 5.0
 BUDGET_POLL = 1.0
-CANNOT_DM = 50007
 
 
 class SignupMessages(LeasedLoop):
@@ -240,29 +240,6 @@ class SignupMessages(LeasedLoop):
         listed = await signups.listing(self.kit.engine, notice.run_id)
         title = await signup_messages.event_title(self.kit.engine, notice.run_id) or "the event"
         text = promoted_text(title, notice.option, listed.starts_at if listed else None)
-        member_id = int(notice.member_id)
-        try:
-            user = self.kit.client.get_user(member_id) or await self.kit.client.fetch_user(member_id)
-            await user.send(text, allowed_mentions=NO_MENTIONS)
-            return "dm", None
-        except discord.Forbidden as exc:
-            if exc.code != CANNOT_DM:
-                return None, f"Discord refused the DM: {exc.status} {exc.text}"[:500]
-        except discord.HTTPException as exc:
-            return None, f"Discord refused the DM: {exc.status} {exc.text}"[:500]
-        # Their DMs are closed: a mention where the sign-up is, which pings them alone.
-        message = await signup_messages.message_of(self.kit.engine, notice.run_id)
-        channel = self._channel(message.channel_id) if message is not None else None
-        if channel is None:
-            return None, "their DMs are closed and the sign-up message's channel cannot be found"
-        try:
-            await self.kit.budget.take(channel.id)  # type: ignore[attr-defined]
-            await channel.send(
-                f"<@{member_id}> {text}",
-                allowed_mentions=discord.AllowedMentions(
-                    users=[discord.Object(member_id)], roles=False, everyone=False
-                ),
-            )
-        except discord.HTTPException as exc:
-            return None, f"Discord refused the mention: {exc.status} {exc.text}"[:500]
-        return "mention", None
+        # A notice told again after a crash carries the same nonce: Discord answers with the first.
+        nonce = f"notice{notice.id}"[:25]
+        return await dm_or_mention(self.kit, notice.run_id, int(notice.member_id), text, nonce=nonce)
