@@ -59,7 +59,7 @@ log = logging.getLogger(__name__)
 # Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
 STAFF_LOG_WORK = "staff-log"
 
-EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog", "bot.cogs.authoring._cog", "bot.cogs.attendance._cog")  # fmt: skip
+EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog", "bot.cogs.authoring._cog", "bot.cogs.attendance._cog", "bot.cogs.approvals._cog")  # fmt: skip
 
 
 class EventBot(commands.Bot):
@@ -202,6 +202,7 @@ class EventBot(commands.Bot):
             list_by_default=config.discord_events.mirror,
             keep_run_log_seconds=config.retention.keep_seconds,
             retention_batch=config.retention.batch,
+            approve_from=config.approve_from,
         )
 
     async def setup_hook(self) -> None:

@@ -21,6 +21,8 @@ start with a 64-character key) is well under.
   (who came) and a button that shows that page (``bot.cogs.attendance._cog``).
 * ``evsu:<run_id>:<close|reopen|export>``: the buttons under the staff's sign-up list
   (``/event signups list``, ``bot.cogs.signups._staff``).
+* ``evappr:<step_id>:<approve|skip>``: Approve and Skip on a step waiting for staff because of
+  its action's risk (``bot.cogs.approvals._cog``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from runner.states import Control
 
 # The controls a cue's buttons press (``runner.controls.CUE_VERBS``).
 CueVerb = Literal[Control.CONFIRM, Control.SKIP]
+# The controls an approval request's buttons press.
+ApprovalVerb = Literal[Control.APPROVE, Control.SKIP]
 StartMode = Literal["l", "r"]
 PublishVerb = Literal["publish", "cancel"]
 # The scope token of a start of every scope (otherwise the scope's index in the definition).
@@ -53,6 +57,23 @@ class CuePress:
     @classmethod
     def from_match(cls, match: re.Match[str]) -> CuePress:
         verb: CueVerb = Control.CONFIRM if match["verb"] == Control.CONFIRM else Control.SKIP
+        return cls(int(match["step_id"]), verb)
+
+
+@dataclass(frozen=True)
+class ApprovalPress:
+    step_id: int
+    verb: ApprovalVerb
+
+    TEMPLATE: ClassVar[str] = r"evappr:(?P<step_id>[0-9]{1,19}):(?P<verb>approve|skip)"
+
+    @property
+    def custom_id(self) -> str:
+        return f"evappr:{self.step_id}:{self.verb}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> ApprovalPress:
+        verb: ApprovalVerb = Control.APPROVE if match["verb"] == Control.APPROVE else Control.SKIP
         return cls(int(match["step_id"]), verb)
 
 
@@ -213,6 +234,7 @@ Press = (
     | AttendancePick
     | AttendancePage
     | EventForm
+    | ApprovalPress
 )
 KINDS: tuple[
     type[CuePress]
@@ -222,10 +244,12 @@ KINDS: tuple[
     | type[StaffSignupPress]
     | type[AttendancePick]
     | type[AttendancePage]
-    | type[EventForm],
+    | type[EventForm]
+    | type[ApprovalPress],
     ...,
 ] = (
     CuePress,
+    ApprovalPress,
     StartAnywayPress,
     PublishPress,
     SignupPress,

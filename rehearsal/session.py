@@ -14,6 +14,7 @@ from typing import Any, Literal
 from actions import build_registry
 from bridge.listings import Desired, desired_state
 from rehearsal import transcript
+from rehearsal.answers import answer_parked
 from rehearsal.console import Console, format_duration, is_terminal, run_label
 from rehearsal.delivery import ConsoleDelivery
 from runner import catalog, views
@@ -40,7 +41,8 @@ MAX_ITERATIONS = 20_000
 # The rehearsal plays the event once, now. A look-ahead or look-back window would make the tick
 # materialise the definition's cron occurrences into the rehearsal database as live runs, and the
 # virtual clock would then play those too.
-REHEARSAL_SETTINGS = RunnerSettings(lookahead_seconds=0, lookback_seconds=0)
+# A step whose action is destructive waits for an approval, as under the config's default.
+REHEARSAL_SETTINGS = RunnerSettings(lookahead_seconds=0, lookback_seconds=0, approve_from="destructive")
 
 Sleep = Callable[[float], Awaitable[Any]]
 
@@ -322,11 +324,7 @@ class Rehearsal:
         choice = self.options.cues
         if choice == "ask":
             choice = await self._ask(view, step)
-        controls = self.services.controls
-        if choice == Control.CONFIRM:
-            result = await controls.confirm(step.id, actor=ACTOR)
-        else:
-            result = await controls.skip(step.id, actor=ACTOR)
+        result = await answer_parked(self.services.controls, step, choice, ACTOR)
         if not result.ok:
             said = control_text(result)
             self.console.emit("error", f"{run_label(view.id, view.scope)}: {said}", message=said)

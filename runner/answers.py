@@ -28,6 +28,7 @@ class Reason(enum.StrEnum):
     RETRYING = "retrying"
     CONFIRMED = "confirmed"
     SKIPPED = "skipped"
+    APPROVED = "approved"
 
     # ── refusals: nothing changed ──
     NO_SUCH_RUN = "no_such_run"
@@ -48,6 +49,9 @@ class Reason(enum.StrEnum):
     NOT_A_CUE_VERB = "not_a_cue_verb"
     NOT_A_CUE = "not_a_cue"
     OTHER_CUE_MESSAGE = "other_cue_message"
+    # The step is not held back for an approval (never was, or it was approved already: ``by``).
+    NOT_AWAITING_APPROVAL = "not_awaiting_approval"
+    ALREADY_APPROVED = "already_approved"
     # A step left open on a run that ended (``run_status``): the run is the reason.
     STEP_OF_ENDED_RUN = "step_of_ended_run"
     ALREADY_CONFIRMED = "already_confirmed"

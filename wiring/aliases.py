@@ -24,8 +24,10 @@ from actions.delivery import (
     ThreadRequest,
 )
 from actions.mentions import Mentions, PingPolicy
+from runner.approvals import ApprovalRequest
 from runner.history import RunEnding
 from runner.suggestions import did_you_mean
+from runner.views import StepContext
 from wiring.config import Config
 
 
@@ -136,6 +138,9 @@ class AliasCheckDelivery:
         raise DeliveryError(NOT_A_POSTING_DELIVERY, transient=False)
 
     async def post_signup(self, request: SignupPost) -> SignupPosted:
+        raise DeliveryError(NOT_A_POSTING_DELIVERY, transient=False)
+
+    async def post_approval(self, request: ApprovalRequest, context: StepContext | None) -> Posted:
         raise DeliveryError(NOT_A_POSTING_DELIVERY, transient=False)
 
 

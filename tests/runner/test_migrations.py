@@ -18,7 +18,7 @@ from runner.migrate import alembic_config, current_revision, drift, upgrade
 from runner.schema import run_log, runs, steps
 from runner.sql import runs as runs_sql
 
-HEAD = "0016"
+HEAD = "0017"
 # What each revision after 0006 adds: a database at an earlier revision lacks these too.
 ADDED_BY = {
     "0007": {
@@ -56,6 +56,11 @@ ADDED_BY = {
     },
     "0015": {("add_column", "event_signup_pools.staff_override")},
     "0016": {("add_table", "event_attendance"), ("add_index", "idx_evatt_member")},
+    "0017": {
+        ("add_column", "event_run_steps.approved_by_id"),
+        ("add_column", "event_run_steps.approved_by_name"),
+        ("add_column", "event_run_steps.approved_at"),
+    },
 }
 
 

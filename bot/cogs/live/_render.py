@@ -65,6 +65,8 @@ def action_words(what: Control) -> str:
             return "Skipped"
         case Control.CONFIRM:
             return "Confirmed"
+        case Control.APPROVE:
+            return "Approved"
         case _:
             assert_never(what)
 
