@@ -87,7 +87,7 @@ class ConsoleDelivery:
         self.console.emit_for_step(
             request.step_id,
             "delivery",
-            f"{run_label(request.run_id, request.scope)}: approval needed in {self._where(channel)}: "
+            f"{run_label(request.run_id, request.scope)}: approval needed in {f'#{channel}' if channel else 'the staff log'}: "
             f"{views.step_name(request.step_id, request.label)} runs {request.action_id} "
             f"({request.risk})",
             f"│ {params[:300] if params else '(no params)'}",

@@ -35,7 +35,9 @@ async def finale(sim: Sim) -> Arena:
     permissions = {**sim.config.permissions, "approve": ["moderator"]}
     await sim.start_bot(make_config(sim.guild, sim.channels, sim.roles, permissions=permissions))
     arena = Arena()
-    wipe = dataclasses.replace(build_action("arena.wipe", arena.wipe, label="Wipe the arena"), risk="destructive")
+    wipe = dataclasses.replace(
+        build_action("arena.wipe", arena.wipe, label="Wipe the arena"), risk="destructive"
+    )
     sim.bot.services.registry.register("arena", [wipe])
     spec = event(
         "finale",
@@ -75,7 +77,9 @@ async def test_a_destructive_step_waits_on_a_card_and_a_member_without_approve_i
     for outsider in (sim.gm, sim.player):
         refused = await outsider.click(card, label="Approve")
         assert refused.acknowledged and refused.ephemeral
-        assert refused.response.content.startswith("You need one of these roles to approve or skip risky steps")
+        assert refused.response.content.startswith(
+            "You need one of these roles to approve or skip risky steps"
+        )
     await sim.env.advance_time(TICK)
     assert arena.wiped == [], "a refused press changes nothing"
     assert (await sim.only_run()).phases[0].steps[0].parked
@@ -83,7 +87,7 @@ async def test_a_destructive_step_waits_on_a_card_and_a_member_without_approve_i
 
 
 async def test_approve_runs_the_step_once_and_the_card_says_who(sim: Sim) -> None:
-    arena, card, step_id = await started(sim)
+    arena, card, _ = await started(sim)
     pressed = await sim.mod.click(card, label="Approve")
     assert pressed.acknowledged and not pressed.ephemeral
     edited = the_card(sim)

@@ -53,7 +53,9 @@ async def _no_context(run_id: int, step_id: int) -> StepContext | None:
     return None
 
 
-def arena_world(engine: AsyncEngine, approve_from: str = "destructive") -> tuple[World, Arena, RecordingDelivery]:
+def arena_world(
+    engine: AsyncEngine, approve_from: str = "destructive"
+) -> tuple[World, Arena, RecordingDelivery]:
     world = World(engine, settings=RunnerSettings(approve_from=approve_from))
     arena = Arena()
     world.register(
@@ -92,7 +94,9 @@ async def test_a_destructive_step_is_not_performed_until_approved_then_once_with
     assert arena.count("say") == 0, "the run waits at the step, as at a cue"
     [request] = delivery.approvals
     wipe = await _step(world, run_id, "arena.wipe")
-    assert request.step_id == wipe["id"] and request.risk == "destructive" and request.label == "wipe the arena"
+    assert (
+        request.step_id == wipe["id"] and request.risk == "destructive" and request.label == "wipe the arena"
+    )
     assert request.idempotency_key != wipe["idempotency_key"], "the action's own key is kept for the action"
     assert wipe["status"] == StepStatus.RUNNING and wipe["claim_expires_at"] is None, "parked"
     assert wipe["result"]["approval"] == AWAITING and wipe["result"]["posted"]["message_id"]
@@ -173,7 +177,7 @@ async def test_never_runs_every_step_without_asking(engine: AsyncEngine) -> None
 
 
 async def test_approve_refuses_a_cue_and_a_step_not_reached_and_changes_nothing(engine: AsyncEngine) -> None:
-    world, arena, _ = arena_world(engine)
+    world, _, _ = arena_world(engine)
 
     async def cue(envelope: Envelope, params: Any) -> dict[str, Any]:
         return {"ok": True, "await": "human"}
@@ -190,7 +194,9 @@ async def test_approve_refuses_a_cue_and_a_step_not_reached_and_changes_nothing(
     assert not (await world.controls.approve(10**6, actor=MOD)).ok
 
 
-async def test_an_approval_request_that_fails_for_a_while_is_asked_again_then_waits(engine: AsyncEngine) -> None:
+async def test_an_approval_request_that_fails_for_a_while_is_asked_again_then_waits(
+    engine: AsyncEngine,
+) -> None:
     world, arena, delivery = arena_world(engine)
     delivery.fail_next("Discord is restarting", transient=True)
     run_id = await world.seed_run(wiping())

@@ -132,7 +132,7 @@ def test_every_reference_problem_is_listed_each_naming_its_key(tmp_path: Path) -
         "gm_channel: 'gm' is not one of the channel aliases in 'channels'",
         "sandbox_channel: 'play' is not one of the channel aliases in 'channels'",
         "permissions.start: 'admins' is not one of the role aliases in 'roles'",
-        "permissions.launch: unknown capability (use start, control, cue, rehearse, publish, signups)",
+        "permissions.launch: unknown capability (use start, control, cue, rehearse, publish, signups, approve)",
         "announce.allowed_ping_roles: 'everyone-ish' is not one of the role aliases in 'roles'",
     ]
     assert problems_of(write_yaml(tmp_path / "z.yaml", {"channels": {"zero": 0}})) == [
