@@ -124,3 +124,17 @@ async def test_skip_on_the_card_means_the_step_never_runs(sim: Sim) -> None:
     await sim.env.advance_time(TICK * 2)
     assert arena.wiped == []
     assert (await sim.only_run()).phases[0].steps[0].status == "skipped"
+
+
+async def test_a_cancel_turns_the_cards_own_buttons_off_and_nothing_runs(sim: Sim) -> None:
+    arena, _, step_id = await started(sim)
+    run = await sim.only_run()
+    await sim.mod.slash(sim.staff, "event cancel", run=run.id, reason="the arena is closed")
+    edited = the_card(sim)
+    assert edited.content.startswith(f"⏹️ Cancelled by {sim.mod.mention}")
+    assert buttons(edited) == [
+        ("Approve", f"evappr:{step_id}:approve", True),
+        ("Skip", f"evappr:{step_id}:skip", True),
+    ]
+    await sim.env.advance_time(TICK * 2)
+    assert arena.wiped == []
