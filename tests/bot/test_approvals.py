@@ -73,6 +73,18 @@ async def test_a_destructive_step_waits_on_a_card_and_a_member_without_approve_i
         ("Skip", f"evappr:{step_id}:skip", False),
     ]
     assert sim.posts_to(sim.staff_log)[0].json["allowed_mentions"] == {"parse": []}, "it pings nobody"
+    run = await sim.only_run()
+    status = await sim.mod.slash(sim.staff, "event status", run=run.id)
+    embed = status.response.embeds[0]
+    shown = " ".join([embed.description or "", *(f.value or "" for f in embed.fields)])
+    assert "wipe the arena — waiting for staff approval" in shown, shown
+    live = [
+        m
+        for m in sim.staff_log.history()
+        if m.embeds and "Updated as the run moves" in (m.embeds[0].footer.text or "")
+    ]
+    said = " ".join(f.value or "" for f in live[-1].embeds[0].fields) + (live[-1].embeds[0].description or "")
+    assert "Waiting for staff to approve" in said, said
 
     for outsider in (sim.gm, sim.player):
         refused = await outsider.click(card, label="Approve")
