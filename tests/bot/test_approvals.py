@@ -29,11 +29,12 @@ class Arena:
         return {"ok": True}
 
 
-async def finale(sim: Sim) -> Arena:
-    """The bot restarted with ``approve`` granted to moderators, and an event whose first step
-    is destructive."""
-    permissions = {**sim.config.permissions, "approve": ["moderator"]}
-    await sim.start_bot(make_config(sim.guild, sim.channels, sim.roles, permissions=permissions))
+async def finale(sim: Sim, *, approvers: bool = True) -> Arena:
+    """The bot restarted with ``approve`` granted to moderators (unless not ``approvers``), and
+    an event whose first step is destructive."""
+    if approvers:
+        permissions = {**sim.config.permissions, "approve": ["moderator"]}
+        await sim.start_bot(make_config(sim.guild, sim.channels, sim.roles, permissions=permissions))
     arena = Arena()
     wipe = dataclasses.replace(
         build_action("arena.wipe", arena.wipe, label="Wipe the arena"), risk="destructive"
@@ -150,3 +151,15 @@ async def test_a_cancel_turns_the_cards_own_buttons_off_and_nothing_runs(sim: Si
     ]
     await sim.env.advance_time(TICK * 2)
     assert arena.wiped == []
+
+
+async def test_preflight_warns_when_a_step_will_wait_for_an_approval_nobody_may_give(sim: Sim) -> None:
+    await finale(sim, approvers=False)
+    result = await sim.mod.slash(sim.staff, "event start", definition="finale")
+    assert result.ephemeral
+    shown = result.response.embeds[0].description or ""
+    assert (
+        "phase 'end', 1st step: arena.wipe waits for a staff approval (approve_from: destructive), "
+        "and no role may approve (set permissions.approve in the bot's config)"
+    ) in shown, shown
+    assert [c["label"] for row in result.response.components for c in row["components"]] == ["Start anyway"]
