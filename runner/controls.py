@@ -22,6 +22,7 @@ from runner.answers import (
     ControlResult,
     CueRef,
     Reason,
+    confirm_refused,
     cue_ref,
     not_this_cue,
     refused_run,
@@ -340,7 +341,7 @@ class Controls:
             if step is None:
                 return refused_step(Control.CONFIRM, None, step_id, None)
             run_id = step.run_id
-            refused = not_this_cue(Control.CONFIRM, step, step_id, message_id) if cue_only else None
+            refused = confirm_refused(step, step_id, message_id, cue_only=cue_only)
             if refused is not None:
                 return refused
             if not await step_settles.confirm_parked(conn, step_id, now, actor=actor, note=note):

@@ -140,6 +140,9 @@ _WORDS: dict[Reason, Callable[[ControlResult, Namer], str]] = {
     Reason.OTHER_CUE_MESSAGE: lambda r, name: "this button belongs to another cue message",
     Reason.NOT_AWAITING_APPROVAL: lambda r, name: f"{step_name(r.step_id)} is not waiting for an approval",
     Reason.ALREADY_APPROVED: lambda r, name: f"already approved{_by(r, name)}",
+    Reason.AWAITS_APPROVAL: lambda r, name: (
+        f"{step_name(r.step_id)} waits for an approval: approve or skip it"
+    ),
     Reason.NO_SUCH_STEP: _no_such_step,
     Reason.STEP_OF_ENDED_RUN: lambda r, name: run_status_words(r.run_status),
     Reason.ALREADY_CONFIRMED: lambda r, name: f"already confirmed{_by(r, name)}",

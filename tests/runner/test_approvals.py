@@ -217,3 +217,19 @@ async def test_an_approval_channel_refused_for_good_fails_the_step_without_perfo
     wipe = await _step(world, run_id, "arena.wipe")
     assert wipe["status"] == StepStatus.FAILED and "no approval channel" in wipe["last_error"]
     assert arena.count("wipe") == 0
+
+
+async def test_a_confirm_never_settles_a_step_waiting_for_its_approval(engine: AsyncEngine) -> None:
+    """A step parked on its approval request is parked as a cue is, so a cue's confirm would take
+    it and settle it ``done``: the run would move on as if the destructive action had run. Only
+    approve or skip answer it."""
+    world, arena, _ = arena_world(engine)
+    run_id = await world.seed_run(wiping())
+    await world.tick()
+    wipe = await _step(world, run_id, "arena.wipe")
+    refused = await world.controls.confirm(wipe["id"], actor=MOD)
+    assert not refused.ok and refused.reason is Reason.AWAITS_APPROVAL
+    assert (await _step(world, run_id, "arena.wipe"))["status"] == StepStatus.RUNNING
+    assert (await world.controls.approve(wipe["id"], actor=MOD)).ok
+    await world.tick()
+    assert arena.count("wipe") == 1
