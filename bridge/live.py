@@ -245,6 +245,8 @@ def _last_action(entries: Sequence[Entry], run: RunView) -> HumanAction | None:
             return HumanAction(Control.SKIP, actor, entry.at, step, event.note)
         if isinstance(event, history.StepRequeued):
             return HumanAction(Control.RETRY, actor, entry.at, step)
+        if isinstance(event, history.StepApproved):
+            return HumanAction(Control.APPROVE, actor, entry.at, step)
     return None
 
 

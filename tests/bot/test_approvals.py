@@ -100,7 +100,7 @@ async def test_a_destructive_step_waits_on_a_card_and_a_member_without_approve_i
 
 
 async def test_approve_runs_the_step_once_and_the_card_says_who(sim: Sim) -> None:
-    arena, card, _ = await started(sim)
+    arena, card, step_id = await started(sim)
     pressed = await sim.mod.click(card, label="Approve")
     assert pressed.acknowledged and not pressed.ephemeral
     edited = the_card(sim)
@@ -110,6 +110,15 @@ async def test_approve_runs_the_step_once_and_the_card_says_who(sim: Sim) -> Non
     assert len(arena.wiped) == 1
     assert (await sim.only_run()).phases[0].steps[0].status == "done"
     assert any("wipe the arena" in words(line) and "approved by" in line for line in log_lines(sim))
+    live = [
+        m
+        for m in sim.staff_log.history()
+        if m.embeds and "Updated as the run moves" in (m.embeds[0].footer.text or "")
+    ]
+    last_action = {f.name: f.value for f in live[-1].embeds[0].fields}["Last action"] or ""
+    assert last_action.startswith(f"Approved step {step_id} (wipe the arena) by {sim.mod.mention}"), (
+        last_action
+    )
 
 
 async def test_a_second_approve_is_told_who_approved_and_runs_nothing_again(sim: Sim) -> None:
