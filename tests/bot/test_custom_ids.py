@@ -10,11 +10,12 @@ import pytest
 
 from bot import custom_ids
 from bot.app import EventBot
+from bot.cogs.approvals._cog import ApprovalButton
 from bot.cogs.control._cog import StartAnyway
 from bot.cogs.cues._cog import CueButton
 from bot.cogs.publishing._drafts import Drafts
 from bot.cogs.publishing._flow import PublishButton
-from bot.custom_ids import CuePress, PublishPress, StartAnywayPress, parse
+from bot.custom_ids import ApprovalPress, CuePress, PublishPress, StartAnywayPress, parse
 
 PRESSES = [
     CuePress(2, "confirm"),
@@ -23,6 +24,8 @@ PRESSES = [
     StartAnywayPress("a" + "b" * 63, 123456789, "3", "r"),
     PublishPress("0123456789abcdef", "publish"),
     PublishPress("fedcba9876543210", "cancel"),
+    ApprovalPress(2, "approve"),
+    ApprovalPress(2**63 - 1, "skip"),
 ]
 
 
@@ -34,14 +37,24 @@ def test_each_custom_id_is_read_back_as_what_built_it(press: custom_ids.Press) -
 
 @pytest.mark.parametrize(
     "custom_id",
-    [None, "", "cue:2:maybe", "cue:x:confirm", "evstart:Raid:1:*:l", "evpub:0123:publish", "cue:2:confirm:x"],
+    [
+        None,
+        "",
+        "cue:2:maybe",
+        "cue:x:confirm",
+        "evstart:Raid:1:*:l",
+        "evpub:0123:publish",
+        "cue:2:confirm:x",
+        "evappr:2:confirm",
+    ],
 )
 def test_an_id_the_bot_did_not_make_is_none_of_its_presses(custom_id: str | None) -> None:
     assert parse(custom_id) is None
 
 
 def test_the_buttons_match_presses_with_the_templates_of_custom_ids() -> None:
-    for item, kind in ((CueButton, CuePress), (StartAnyway, StartAnywayPress), (PublishButton, PublishPress)):
+    pairs = ((CueButton, CuePress), (StartAnyway, StartAnywayPress), (PublishButton, PublishPress))
+    for item, kind in (*pairs, (ApprovalButton, ApprovalPress)):
         template: re.Pattern[str] = item.__discord_ui_compiled_template__
         assert template.pattern == kind.TEMPLATE, item.__name__
 
