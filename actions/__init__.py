@@ -1,5 +1,7 @@
 """The verbs a step can name. ``build_registry`` wires them to a delivery: the bot passes the
-Discord one, the rehearsal a console one, tests a recording one."""
+Discord one, the rehearsal a console one, tests a recording one. The actions of installed plugins
+(``actions.plugins``) are staged with the built-in ones, so everything that builds a registry
+(the bot, a rehearsal, ``validate``, ``/event publish``) knows them."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from collections.abc import Mapping
 from actions.core import wait_action
 from actions.delivery import Delivery
 from actions.messaging import Describe, announce_action, cue_action
+from actions.plugins import stage_plugins
 from actions.signup import NoSignups, SignupStore, signup_action
 from actions.threads import RecordingThreads, ThreadStore, thread_action
 from actions.webhook import webhook_action
@@ -34,6 +37,8 @@ def build_registry(
     registry.register(
         "webhook", [webhook_action(webhooks or {}, describe, rehearsed=getattr(delivery, "would_send", None))]
     )
+    # Last: a plugin may not take an id a built-in has. One refused is in ``registry.refused``.
+    stage_plugins(registry, delivery, describe)
     return registry
 
 
@@ -46,3 +51,9 @@ def validation_registry() -> ActionRegistry:
     from actions.delivery import RecordingDelivery
 
     return build_registry(RecordingDelivery(), _no_context)
+
+
+def plugin_problems(registry: ActionRegistry | None = None) -> list[str]:
+    """Why each refused plugin registered nothing, a short line per problem: those ``registry``
+    met when it was built (the bot's own), or a fresh check's when none is given."""
+    return list((registry or validation_registry()).refused)

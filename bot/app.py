@@ -20,6 +20,7 @@ from discord import app_commands
 from discord.ext import commands
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from actions import plugin_problems
 from bot.background import Background, LeasedLoop
 from bot.channel_budget import ChannelBudget
 from bot.claims import InteractionGate
@@ -29,6 +30,7 @@ from bot.cogs.authoring._cog import add_commands as add_authoring_commands
 from bot.cogs.control._cog import EventCog
 from bot.cogs.events_tab._loop import Mirror
 from bot.cogs.live._loop import LiveRuns
+from bot.cogs.players._cog import players_commands
 from bot.cogs.publishing._drafts import Drafts
 from bot.cogs.signups._import import SignupImports
 from bot.cogs.signups._messages import SignupMessages
@@ -59,7 +61,7 @@ log = logging.getLogger(__name__)
 # Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
 STAFF_LOG_WORK = "staff-log"
 
-EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog", "bot.cogs.authoring._cog", "bot.cogs.attendance._cog", "bot.cogs.approvals._cog")  # fmt: skip
+EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog", "bot.cogs.authoring._cog", "bot.cogs.attendance._cog", "bot.cogs.players._cog", "bot.cogs.approvals._cog")  # fmt: skip
 
 
 class EventBot(commands.Bot):
@@ -215,6 +217,8 @@ class EventBot(commands.Bot):
     async def _set_up(self) -> None:
         # Here, not in __init__: a simulated Discord installs its own HTTP client before login.
         self.invalid_requests.watch(self.http)
+        for problem in plugin_problems(self.services.registry):
+            log.warning("action plugin refused, none of its actions registered: %s", problem)
         for extension in EXTENSIONS:
             await self.load_extension(extension)
         self.staff_log = StaffLog(
@@ -271,8 +275,8 @@ def create_bot(
 
 
 class CommandPublisher(discord.Client):
-    """``python -m bot sync``'s whole client: a login and the ``/event`` commands as Discord is
-    told them. It opens no gateway connection and no database, and never receives an
+    """``python -m bot sync``'s whole client: a login and the ``/event`` and ``/events`` commands
+    as Discord is told them. It opens no gateway connection and no database, and never receives an
     interaction, so none of the commands' callbacks can run here."""
 
     def __init__(self) -> None:
@@ -282,6 +286,7 @@ class CommandPublisher(discord.Client):
         super().__init__(intents=discord.Intents(guilds=True))
         self.tree: app_commands.CommandTree[CommandPublisher] = app_commands.CommandTree(self)
         self.tree.add_command(event_commands())
+        self.tree.add_command(players_commands())
 
 
 def event_commands() -> app_commands.Group:

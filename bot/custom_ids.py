@@ -21,6 +21,11 @@ start with a 64-character key) is well under.
   (who came) and a button that shows that page (``bot.cogs.attendance._cog``).
 * ``evsu:<run_id>:<close|reopen|export>``: the buttons under the staff's sign-up list
   (``/event signups list``, ``bot.cogs.signups._staff``).
+* ``evpage:<u|m>:<page>``: Previous and Next under ``/events upcoming`` (``u``) and ``/events
+  mine`` (``m``), naming the page they open; the list is read again at the press
+  (``bot.cogs.players._cog``).
+* ``evleave:<run_id>:<page>``: a Leave under ``/events mine``, for the member who pressed it,
+  and the page to show again after it.
 * ``evappr:<step_id>:<approve|skip>``: Approve and Skip on a step waiting for staff because of
   its action's risk (``bot.cogs.approvals._cog``).
 """
@@ -39,6 +44,8 @@ CueVerb = Literal[Control.CONFIRM, Control.SKIP]
 ApprovalVerb = Literal[Control.APPROVE, Control.SKIP]
 StartMode = Literal["l", "r"]
 PublishVerb = Literal["publish", "cancel"]
+# Which ``/events`` list a page belongs to: ``u`` upcoming, ``m`` mine.
+EventsList = Literal["u", "m"]
 # The scope token of a start of every scope (otherwise the scope's index in the definition).
 ALL_SCOPES = "*"
 
@@ -225,6 +232,44 @@ class EventForm:
         return cls(key=match["key"], version_id=int(match["version"]))
 
 
+@dataclass(frozen=True)
+class EventsPage:
+    """Previous or Next under an ``/events`` list: the list and the page the press opens."""
+
+    listing: EventsList
+    page: int
+
+    TEMPLATE: ClassVar[str] = r"evpage:(?P<listing>[um]):(?P<page>[0-9]{1,4})"
+
+    @property
+    def custom_id(self) -> str:
+        return f"evpage:{self.listing}:{self.page}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> EventsPage:
+        listing: EventsList = "m" if match["listing"] == "m" else "u"
+        return cls(listing, int(match["page"]))
+
+
+@dataclass(frozen=True)
+class EventsLeave:
+    """Leave under ``/events mine``: the run to leave (the presser's own sign-up, whoever they
+    are, so the id grants nothing) and the page shown again after."""
+
+    run_id: int
+    page: int
+
+    TEMPLATE: ClassVar[str] = r"evleave:(?P<run_id>[0-9]{1,19}):(?P<page>[0-9]{1,4})"
+
+    @property
+    def custom_id(self) -> str:
+        return f"evleave:{self.run_id}:{self.page}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> EventsLeave:
+        return cls(int(match["run_id"]), int(match["page"]))
+
+
 Press = (
     CuePress
     | StartAnywayPress
@@ -234,6 +279,8 @@ Press = (
     | AttendancePick
     | AttendancePage
     | EventForm
+    | EventsPage
+    | EventsLeave
     | ApprovalPress
 )
 KINDS: tuple[
@@ -245,6 +292,8 @@ KINDS: tuple[
     | type[AttendancePick]
     | type[AttendancePage]
     | type[EventForm]
+    | type[EventsPage]
+    | type[EventsLeave]
     | type[ApprovalPress],
     ...,
 ] = (
@@ -257,6 +306,8 @@ KINDS: tuple[
     AttendancePick,
     AttendancePage,
     EventForm,
+    EventsPage,
+    EventsLeave,
 )
 
 

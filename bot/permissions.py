@@ -13,6 +13,8 @@ resume, cancel, retry, skip), ``cue`` (Confirm / Skip on a GM cue), ``rehearse``
 buttons), ``signups`` (/event signups add, move, remove, close, reopen, and the buttons under
 the staff's list), ``approve`` (Approve / Skip on a step whose action's risk waits for staff). Reading (status, list) needs any one of them; an option's autocomplete needs
 the capability of the command it belongs to (a GM gets no choices for /event start).
+``everyone`` (``/events``, what players see coming, and its buttons) needs no role: only the
+server is checked.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from runner.history import Actor
 from wiring.config import CAPABILITIES, Config
 
 log = logging.getLogger(__name__)
+
+# The capability of what every member of the served guild may use (``/events``).
+EVERYONE = "everyone"
 
 WHAT = {
     "start": "start events",
@@ -73,6 +78,8 @@ def refusal(config: Config, interaction: discord.Interaction, capability: str) -
     """Why this interaction may not use ``capability``; ``None`` when it may."""
     if wrong_guild(config, interaction.guild_id):
         return "This bot only serves its own server; nothing was done."
+    if capability == EVERYONE:
+        return None
     if member_may(config, interaction.user, capability):
         return None
     allowed = sorted(roles_for(config, capability))

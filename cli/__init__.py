@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from cli import actions as actions_command
 from cli import logs
 from cli import signups as signups_command
 from cli.common import (
@@ -209,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="let waits really pass, N times faster than real time (default: instantly)",
     )
     rehearse.add_argument("--scope", help="rehearse one scope only (default: every scope of the event)")
+    rehearse.add_argument(
+        "--signups", metavar="N|CHOICES", help="N simulated members sign up (or: tank,tank,dps)"
+    )
     rehearse.add_argument("--json", action="store_true", help="one JSON object per line, for tools")
     _add_database(
         rehearse,
@@ -327,6 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_database(upcoming, "read this database")
 
     signups_command.register(command, _add_database)
+    actions_command.register(command)
 
     run = command(
         "run",

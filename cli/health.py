@@ -1,5 +1,6 @@
 """``health``: is the runner doing its job? The database, the bot processes and the runs that
-are not well, in plain lines (or one JSON object), with an exit code a monitor can act on."""
+are not well, and the action plugins installed here that were refused, in plain lines (or one
+JSON object), with an exit code a monitor can act on."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from actions import plugin_problems
 from cli.common import CommandFailed, check_sqlite_location, database_url, load_config, plural, shown_url
 from runner.clock import utcnow
 from runner.db import create_engine
@@ -36,6 +38,7 @@ DESCRIPTION = (
     "  runs       the runs in flight that are stalled or degraded, and the runs due but not\n"
     "             picked up (a wake more than 3 tick intervals, at least 30 s, in the past that\n"
     "             no process holds): tick lag seen from the runs, whatever the heartbeats say\n"
+    "  plugins    each action plugin installed here that was refused (it registers nothing)\n"
     "Each problem is a line starting 'problem:', each warning 'warning:'.\n\n"
     f"Exit code: {EXIT_HEALTHY} healthy (warnings allowed), {EXIT_UNHEALTHY} a problem was found, "
     f"{EXIT_UNREACHABLE} the database cannot be\nreached (one line says why), 2 a bad config or --database."
@@ -69,11 +72,12 @@ def cmd_health(args: argparse.Namespace) -> int:
         )
     if not report.database.reachable:
         return _unreachable(args, f"cannot reach the database at {shown_url(url)}: {report.database.error}")
+    plugins = plugin_problems()
     if args.json:
-        print(json.dumps(as_json(report), default=_jsonable))
+        print(json.dumps(as_json(report, plugins), default=_jsonable))
     else:
-        print("\n".join(lines(report)))
-    return EXIT_HEALTHY if report.healthy else EXIT_UNHEALTHY
+        print("\n".join(lines(report, plugins)))
+    return EXIT_HEALTHY if report.healthy and not plugins else EXIT_UNHEALTHY
 
 
 def _unreachable(args: argparse.Namespace, reason: str) -> int:
@@ -94,14 +98,14 @@ def _jsonable(value: object) -> object:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def as_json(report: HealthReport) -> dict[str, Any]:
+def as_json(report: HealthReport, plugins: Sequence[str] = ()) -> dict[str, Any]:
     data = dataclasses.asdict(report)
     for process in data["processes"]:
         source = next(p for p in report.processes if p.owner == process["owner"])
         process["lagging"] = source.lagging
     data.update(
-        healthy=report.healthy,
-        problems=report.problems,
+        healthy=report.healthy and not plugins,
+        problems=report.problems + list(plugins),
         warnings=report.warnings,
         oldest_overdue_seconds=report.oldest_overdue_seconds,
     )
@@ -156,10 +160,10 @@ def run_line(run: RunHealth, now: dt.datetime, *, overdue: bool = False) -> str:
     return f"  {name}{mark}: {state}{error}"
 
 
-def lines(report: HealthReport) -> list[str]:
+def lines(report: HealthReport, plugins: Sequence[str] = ()) -> list[str]:
     now = report.checked_at
-    problems, warnings = report.problems, report.warnings
-    verdict = "healthy" if report.healthy else f"UNHEALTHY ({plural(len(problems), 'problem')})"
+    problems, warnings = report.problems + list(plugins), report.warnings
+    verdict = "healthy" if not problems else f"UNHEALTHY ({plural(len(problems), 'problem')})"
     out = [f"eventbot health at {_when(now)}: {verdict}"]
     database = report.database
     schema = f"schema {database.schema or 'none'}" + (

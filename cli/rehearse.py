@@ -66,6 +66,7 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         # The global -v: the engine's bookkeeping in the transcript, beside the log lines.
         verbose=getattr(args, "verbose", 0) > 0,
         config_line=config_line(config_path(args.config), config),
+        signups=args.signups,
     )
     if args.database is not None:
         # Refuse a bad URL before anything starts; runs to carry on need a database that exists.

@@ -25,6 +25,7 @@ from runner.approvals import ApprovalRequest
 from runner.definitions import REMINDERS_PHASE
 from runner.history import RunEnding
 from runner.schedule import shown
+from runner.signup_answers import SignupList
 from runner.views import StepContext
 from wiring.aliases import ConfigAliases
 from wiring.config import Config
@@ -54,6 +55,8 @@ class ConsoleDelivery:
         self.threads: dict[str, StartedThread] = {}
         # Sign-up messages by run: one per run, as the bot keeps it.
         self.signup_messages: dict[int, Posted] = {}
+        # The rehearsal's simulated members (``--signups``), by id: shown by name.
+        self.member_names: dict[str, str] = {}
 
     # ── the protocol ──
 
@@ -173,29 +176,8 @@ class ConsoleDelivery:
         self.signup_messages[request.run_id] = posted
         listed = request.listing
         title = request.context.event_title if request.context else "event"
-        body = [*(request.content or "").splitlines()]
-        body.append(f"┃ Sign-ups: {title}")
-        # As the bot draws it (``bot.cogs.signups._view``): once closed, only Leave is a live button.
         closed = listed.is_closed(self.console.clock.now())
-        if closed:
-            when = "Sign-ups are closed."
-        elif listed.closes_at is None:
-            when = "Sign-ups stay open until the event ends."
-        else:
-            when = f"Sign-ups close {discord_timestamp(listed.closes_at, 'R')}."
-        body.append(f"┃ Starts {discord_timestamp(listed.starts_at, 'F')}. {when}")
-        for option in listed.options:
-            cap = f"/{option.capacity}" if option.capacity is not None else ""
-            seated = attendee_mentions([s.member_id for s in option.confirmed])
-            body.append(f"┃ {option.name} ({len(option.confirmed)}{cap}): {seated}")
-            if option.waitlisted:
-                waiting = attendee_mentions([s.member_id for s in option.waitlisted])
-                body.append(f"┃   waiting ({len(option.waitlisted)}): {waiting}")
-        capacity = f"/{listed.definition.capacity}" if listed.definition.capacity is not None else ""
-        body.append(f"┃ — {len(listed.confirmed)}{capacity} signed up · {len(listed.waitlisted)} waiting")
-        body = self._readable(body)
-        options = "  ".join(f"[ {option.name} ]" for option in listed.options)
-        body.append(f"{options}  [ Leave ]" + ("  (sign-ups are closed: only Leave works)" if closed else ""))
+        body = self.signup_lines(listed, title, request.content)
         self.console.emit_for_step(
             request.step_id,
             "delivery",
@@ -269,6 +251,40 @@ class ConsoleDelivery:
             text += f"; {', '.join(decision.inert)} shown but inert (pings nobody)"
         return text
 
+    def signup_lines(self, listed: SignupList, title: str, content: str | None = None) -> list[str]:
+        """The sign-up message as players see it, and its buttons (``post_signup``, and the
+        rehearsal's simulated clicks after each change)."""
+        body = [*(content or "").splitlines()]
+        body.append(f"┃ Sign-ups: {title}")
+        # As the bot draws it (``bot.cogs.signups._view``): once closed, only Leave is a live button.
+        closed = listed.is_closed(self.console.clock.now())
+        if closed:
+            when = "Sign-ups are closed."
+        elif listed.closes_at is None:
+            when = "Sign-ups stay open until the event ends."
+        else:
+            when = f"Sign-ups close {discord_timestamp(listed.closes_at, 'R')}."
+        body.append(f"┃ Starts {discord_timestamp(listed.starts_at, 'F')}. {when}")
+        for option in listed.options:
+            cap = f"/{option.capacity}" if option.capacity is not None else ""
+            seated = self._named(attendee_mentions([s.member_id for s in option.confirmed]))
+            body.append(f"┃ {option.name} ({len(option.confirmed)}{cap}): {seated}")
+            if option.waitlisted:
+                waiting = self._named(attendee_mentions([s.member_id for s in option.waitlisted]))
+                body.append(f"┃   waiting ({len(option.waitlisted)}): {waiting}")
+        capacity = f"/{listed.definition.capacity}" if listed.definition.capacity is not None else ""
+        body.append(f"┃ — {len(listed.confirmed)}{capacity} signed up · {len(listed.waitlisted)} waiting")
+        body = self._readable(body)
+        options = "  ".join(f"[ {option.name} ]" for option in listed.options)
+        body.append(f"{options}  [ Leave ]" + ("  (sign-ups are closed: only Leave works)" if closed else ""))
+        return body
+
+    def _named(self, mentions: str) -> str:
+        """A simulated member's mention as their name (``@member01``), as a client shows it."""
+        for member_id, name in self.member_names.items():
+            mentions = mentions.replace(f"<@{member_id}>", f"@{name}")
+        return mentions
+
     def _readable(self, lines: list[str]) -> list[str]:
         now = self.console.clock.now()
         return [readable_timestamps(line, now) for line in lines]
@@ -312,7 +328,7 @@ class ConsoleDelivery:
             ]
             body.append("│ " + " · ".join(part for part in where if part))
         body = self._readable(body)
-        body.append("[ Confirm ]  [ Skip ]")
+        body.append("[ Confirm ]  [ Skip ]" + ("  [ Take attendance ]" if c.attendance else ""))
         self.console.emit_for_step(
             c.step_id,
             "delivery",

@@ -15,12 +15,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from actions import validation_registry
 from rehearsal.console import Console, run_label
 from rehearsal.delivery import ConsoleDelivery
-from rehearsal.session import ACTOR, REHEARSAL_SETTINGS, Rehearsal, RehearsalOptions, Sleep
-from runner import views
+from rehearsal.session import ACTOR, REHEARSAL_SETTINGS, Rehearsal, RehearsalOptions, Sleep, lead_before_start
+from rehearsal.signups import SignupsRefused, simulated_choices
+from runner import schedule, views
 from runner.clock import ManualClock, utcnow
 from runner.controls import Controls
 from runner.db import create_engine
-from runner.definitions import load_file
+from runner.definitions import EventDefinition, load_file
 from runner.errors import DefinitionError
 from runner.history import Actor
 from runner.migrate import upgrade
@@ -53,12 +54,23 @@ async def rehearse(
         console.note(f"{options.file} is not a valid event definition:")
         console.problems(exc.problems)
         return 1
-    # The reminders go out before the start, at negative times: the clock begins at the first.
-    clock.set(starts_at - dt.timedelta(seconds=definition.longest_reminder_lead()))
+    if options.signups is not None:
+        try:
+            simulated_choices(options.signups, definition)
+        except SignupsRefused as exc:
+            console.emit("error", str(exc), message=str(exc))
+            return 1
+    starts_at, when = _next_real_start(definition, starts_at, config)
+    console.start = starts_at  # the times shown count from the start
+    # The reminders (and a sign-up message) go out before the start, at negative times: the
+    # clock begins at the first.
+    clock.set(starts_at - lead_before_start(definition, options))
     scopes = definition.run_scopes() if options.scope is None else [options.scope]
     where = f"in {len(scopes)} scopes ({', '.join(scopes)})" if any(scopes) else "with no scope"
     console.note(f'Rehearsing "{definition.title}" ({definition.key}) from {options.file} {where}.')
     console.note("Nothing is sent to Discord: messages are shown here as players and GMs would see them.")
+    if when:
+        console.note(when)
     with tempfile.TemporaryDirectory(prefix="eventbot-rehearsal-") as scratch:
         url = options.database_url or f"sqlite+aiosqlite:///{Path(scratch) / 'rehearsal.sqlite3'}"
         engine = create_engine(url)
@@ -89,6 +101,25 @@ async def rehearse(
             return await rehearsal.run()
         finally:
             await engine.dispose()
+
+
+def _next_real_start(
+    definition: EventDefinition, now: dt.datetime, config: Config
+) -> tuple[dt.datetime, str]:
+    """A scheduled event is rehearsed at its next real occurrence (its dates, its time zone's
+    daylight saving), said in its zone, the config's and UTC; a one-off without a schedule
+    starts now."""
+    if definition.schedule is None:
+        return now, ""
+    upcoming = schedule.next_occurrences(definition, now, 1)
+    if not upcoming:
+        return now, ""
+    starts = schedule.start_of(definition, upcoming[0]) or upcoming[0]
+    zone = schedule.zone_of(definition)
+    seen = [schedule.shown(starts, zone)]
+    if config.timezone not in (zone, "UTC"):
+        seen.append(schedule.shown(starts, config.timezone))
+    return starts, f"It starts at its next occurrence: {' / '.join(seen)}."
 
 
 # Who the run history says cancelled a leftover rehearsal run ("cancelled by rehearse --cancel").

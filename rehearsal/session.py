@@ -11,22 +11,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from actions import build_registry
 from bridge.listings import Desired, desired_state
-from rehearsal import transcript
+from rehearsal import reminders, transcript
+from rehearsal import signups as rehearsal_signups
 from rehearsal.answers import answer_parked
 from rehearsal.console import Console, format_duration, is_terminal, run_label
 from rehearsal.delivery import ConsoleDelivery
 from runner import catalog, views
 from runner.clock import ManualClock
-from runner.definitions import REMINDER_ACTION, REMINDERS_PHASE, EventDefinition
-from runner.dispatch import perform
+from runner.definitions import EventDefinition
 from runner.engine import RunnerSettings
 from runner.history import Actor, Entry, RunCreated, RunStatusChanged
-from runner.registry import Envelope
-from runner.reminder_rules import reminder_label
 from runner.schema import RUN_TERMINAL
-from runner.states import ActionOutcome, Control, RunStatus, StepStatus
+from runner.states import Control, RunStatus, StepStatus
 from wiring.control_text import control_text
 from wiring.run_text import failed_step, last_error_text
 from wiring.services import Services
@@ -47,6 +44,13 @@ REHEARSAL_SETTINGS = RunnerSettings(lookahead_seconds=0, lookback_seconds=0, app
 Sleep = Callable[[float], Awaitable[Any]]
 
 
+def lead_before_start(definition: EventDefinition, options: RehearsalOptions) -> dt.timedelta:
+    """How long before the start the rehearsal begins: its first reminder, or the sign-up
+    message's posting when ``--signups`` is rehearsed."""
+    lead = dt.timedelta(seconds=definition.longest_reminder_lead())
+    return max(lead, rehearsal_signups.opening_lead(definition)) if options.signups else lead
+
+
 @dataclass(frozen=True)
 class RehearsalOptions:
     # None when resuming the runs already in ``database_url``.
@@ -64,6 +68,8 @@ class RehearsalOptions:
     # Which config the aliases are checked against (``cli.definitions.config_line``): the
     # first line of the text.
     config_line: str | None = None
+    # ``--signups``: how many simulated members click, or their choices (``rehearsal.signups``).
+    signups: str | None = None
 
 
 # What an answer the cue prompt does not know is told, before the prompt comes again.
@@ -112,7 +118,7 @@ class Rehearsal:
         services = self.services
         definition = self.definition
         assert definition is not None, "a new rehearsal plays a definition"
-        starts_at = self.clock.now() + dt.timedelta(seconds=definition.longest_reminder_lead())
+        starts_at = self.clock.now() + lead_before_start(definition, self.options)
         published = await catalog.publish(
             services.engine,
             definition,
@@ -123,26 +129,35 @@ class Rehearsal:
         verb = "published" if published.changed else "already published as"
         version = f"{verb} {published.key} v{published.version}"
         scopes = self._reminded_scopes()
+        booked = None
+        if self.options.signups:
+            self.console.note(f"{version}; the run is booked for its start, as the schedule books one:")
+            choices = rehearsal_signups.simulated_choices(self.options.signups, definition)
+            booked = await rehearsal_signups.book_and_click(self, starts_at, choices)
         if scopes:
             self.console.note(
                 f"{version}; its reminders first, each at its time before the start (+00:00:00):"
             )
-            await self.remind(scopes, starts_at)
+            await reminders.remind(self, scopes, starts_at)
             await self._pass_time(self.clock.now(), starts_at)
             self.console.note("")
         else:
             # Nothing to send before the start (a scope the event lacks): start at +00:00:00.
             self.clock.set(starts_at)
-        started = await services.controls.start(
-            definition.key, scope=self.options.scope, actor=ACTOR, rehearsal=True
-        )
-        said = control_text(started)
-        if not started.ok:
-            self.console.emit("error", f"cannot start the rehearsal: {said}", message=said)
-            return 1
-        self.run_ids = list(started.run_ids)
+        if booked is not None:
+            self.run_ids = booked
+            said = f"run {', '.join(map(str, booked))} starts at its time (booked, not started by hand)"
+        else:
+            started = await services.controls.start(
+                definition.key, scope=self.options.scope, actor=ACTOR, rehearsal=True
+            )
+            said = control_text(started)
+            if not started.ok:
+                self.console.emit("error", f"cannot start the rehearsal: {said}", message=said)
+                return 1
+            self.run_ids = list(started.run_ids)
         self.console.note(
-            f"{'' if scopes else f'{version}; '}{said}; cues: {self.options.cues}; waits: {self._pace()}"
+            f"{'' if scopes or booked else f'{version}; '}{said}; cues: {self.options.cues}; waits: {self._pace()}"
         )
         self.console.note("")
         return await self._drive_to_the_end()
@@ -157,75 +172,6 @@ class Rehearsal:
         if self.options.scope is None:
             return known
         return [self.options.scope] if self.options.scope in known else []
-
-    async def remind(self, scopes: list[str], starts_at: dt.datetime) -> None:
-        """Each reminder at its moment before ``starts_at``, for each scope, performed by the
-        action a live occurrence performs it with (``REMINDER_ACTION``, with the step context
-        a live reminder has) through this rehearsal's delivery: what players would read is
-        shown, and a channel or ping role the config lacks fails here, not an hour before the
-        live event. A rehearsal run has no reminders of its own (it starts now, as a manual
-        start does), so they are sent here, before it starts. As live, a failed reminder never
-        stops the event; the rehearsal still ends "did not complete" (``_finish``)."""
-        definition = self.definition
-        assert definition is not None
-        order = sorted(range(len(definition.reminders)), key=lambda seq: -definition.reminders[seq].before)
-        for seq in order:
-            reminder = definition.reminders[seq]
-            await self._pass_time(self.clock.now(), starts_at - dt.timedelta(seconds=reminder.before))
-            for scope in scopes:
-                await self._send_reminder(seq, scope, starts_at)
-
-    async def _send_reminder(self, seq: int, scope: str, starts_at: dt.datetime) -> None:
-        definition = self.definition
-        assert definition is not None
-        reminder = definition.reminders[seq]
-        label = reminder_label(definition, seq)
-        context = views.StepContext(
-            event_key=definition.key,
-            event_title=definition.title,
-            phase_key=REMINDERS_PHASE,
-            phase_label="Reminders",
-            step_index=seq,
-            step_label=label,
-            scope=scope,
-            rehearsal=True,
-            starts_at=starts_at,
-        )
-
-        async def describe(run_id: int, step_id: int) -> views.StepContext:
-            return context
-
-        envelope = Envelope(
-            actor=ACTOR.name,
-            idempotency_key=f"rehearsal-reminder-{seq}-{scope}",
-            params=dict(reminder.params),
-            run_id=0,
-            scope=scope,
-            step_id=0,
-            verify=False,
-        )
-        registry = build_registry(self.services.delivery, describe)
-        outcome = await perform(registry, envelope, REMINDER_ACTION)
-        self.console.release(envelope.step_id)
-        name = f"{label} ({scope})" if scope else label
-        record = {
-            "scope": scope,
-            "label": label,
-            "before_seconds": reminder.before,
-            "action": REMINDER_ACTION,
-        }
-        if outcome.outcome is ActionOutcome.DONE:
-            self.console.aside("reminder", f"{name}: sent", **record, outcome="sent")
-            return
-        error = outcome.error or "not sent"
-        self.failed_reminders.append(f"{name}: {error}")
-        self.console.emit(
-            "reminder",
-            f"{name} FAILED: {error} (live, it would not be sent; the event would start all the same)",
-            **record,
-            outcome="failed",
-            error=error,
-        )
 
     async def carry_on(self, runs: list[views.RunSummary], last_log_ids: dict[int, int]) -> int:
         """Drive runs an interrupted rehearsal left in flight to their end, as ``run`` would
@@ -253,6 +199,8 @@ class Rehearsal:
             await self._drive()
         except _Stop as stop:
             self.console.emit("error", f"rehearsal stopped: {stop}", message=str(stop))
+        if self.options.signups:
+            await rehearsal_signups.take_attendance(self)
         return await self._finish()
 
     def _pace(self) -> str:

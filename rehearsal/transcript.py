@@ -81,6 +81,12 @@ def show_line(console: Console, view: views.RunView, entry: history.Entry) -> No
                 health=Health.DEGRADED,
                 reason=reason,
             )
+        case history.SignupPromoted() | history.SignupLateCancel() | history.SignupChangedByStaff():
+            # ``--signups`` has shown each click and promotion as it happened.
+            detail = entry.event.detail()
+            console.aside(
+                "signup", f"{label}: {entry.kind} {json.dumps(detail, default=str)}", **base, detail=detail
+            )
         case _:
             detail = entry.event.detail()
             text = f"{label}: {entry.kind} {json.dumps(detail, default=str)}"

@@ -49,7 +49,8 @@ class Action(Generic[P]):
     ``label`` names the action where a person chooses one (the known actions listed beside an
     unknown one); ``version`` is recorded on every step the action performs (``action_version``,
     as the seeds' steps carry it). ``risk`` and ``reversible`` are the seeds' shape, checked at
-    registration; nothing decides on them yet (the hardening tests build actions with them)."""
+    registration: ``risk`` decides whether a step waits for a staff approval before it runs
+    (``runner.approvals``), ``reversible`` what a cancel with cleanup undoes."""
 
     id: str
     label: str
@@ -98,6 +99,11 @@ def _problems(action: Any) -> list[str]:
 class ActionRegistry:
     def __init__(self) -> None:
         self._actions: dict[str, Action[Any]] = {}
+        # Which module (a staging's owner) registered each action, for listings.
+        self._owners: dict[str, str] = {}
+        # The problems of the modules ``offer`` refused: reported (health, the start-up log), not
+        # raised, since the deployment runs without them.
+        self.refused: list[str] = []
 
     def stage(self, owner: str) -> Staging:
         return Staging(owner)
@@ -121,6 +127,17 @@ class ActionRegistry:
             raise RegistrationError(problems)
         for action in staging.staged:
             self._actions[action.id] = action
+            self._owners[action.id] = staging.owner
+
+    def offer(self, staging: Staging) -> bool:
+        """``apply``, for a module the registry can do without (a plugin): refused, it registers
+        nothing and its problems are kept in ``refused`` instead of raised."""
+        try:
+            self.apply(staging)
+        except RegistrationError as exc:
+            self.refused.extend(exc.problems)
+            return False
+        return True
 
     def register(self, owner: str, actions: Iterable[Action[Any]]) -> None:
         staging = self.stage(owner)
@@ -135,6 +152,14 @@ class ActionRegistry:
 
     def ids(self) -> list[str]:
         return sorted(self._actions)
+
+    def owner(self, action_id: str) -> str | None:
+        """The module that registered ``action_id`` (its staging's owner)."""
+        return self._owners.get(action_id)
+
+    def actions(self) -> list[Action[Any]]:
+        """Every action, sorted by id."""
+        return [self._actions[i] for i in self.ids()]
 
     def described(self) -> list[str]:
         """Every action as ``id (label)``, sorted by id: what a person picks from."""

@@ -76,6 +76,7 @@ from wiring.config import Config  # noqa: E402
 
 EVENT = ROOT / "examples" / "invasion.yaml"
 SIGNUP_EVENT = ROOT / "examples" / "raid-night.yaml"
+EXAMPLES = ROOT / "examples"
 EXAMPLE_CONFIG = ROOT / "config.example.yaml"
 SCOPE = "aurora"
 BOT_NAME = "eventbot"
@@ -452,6 +453,25 @@ async def shoot_signups(w: World, camera: Camera) -> None:
     )
 
 
+async def shoot_events(w: World, camera: Camera) -> None:
+    """``/events upcoming`` as the player sees it, in the same server after the sign-up scene:
+    the raid they wait for (their place on its list) and the next Friday quizzes, published
+    beside it, each a timestamp in the reader's own zone."""
+    quiz = EXAMPLES / "quiz-night.yaml"
+    definition = load_file(quiz, validation_registry())
+    await catalog.publish(w.engine, definition, w.now(), source=quiz.name, actor=Actor(None, "pictures"))
+    await w.advance(TICK + 1)
+    chat = w.channel("event-chat")
+    shown = await w.player.slash(chat, "events upcoming")
+    await camera.take(
+        "events",
+        "/events upcoming: the raid with the player's place, and the quizzes to come",
+        chat,
+        w.player,
+        shown,
+    )
+
+
 async def shoot_create(w: World, camera: Camera) -> None:
     """/event create from the raid template: the form filled in as staff would, and the answer
     only they see: the start as a timestamp, the preview with Publish and Cancel, the YAML."""
@@ -474,6 +494,11 @@ async def shoot_create(w: World, camera: Camera) -> None:
         preview,
         height=CREATE_HEIGHT,
     )
+
+
+async def shoot_signups_and_events(w: World, camera: Camera) -> None:
+    await shoot_signups(w, camera)
+    await shoot_events(w, camera)
 
 
 def live_message(channel: simcord.ChannelHandle) -> Any:
@@ -510,7 +535,7 @@ INVASION_SCENES = (
     "refused-control",
     "publish-preview",
 )
-SIGNUP_SCENES = ("signup",)
+SIGNUP_SCENES = ("signup", "events")
 CREATE_SCENES = ("create",)
 SCENES = INVASION_SCENES + SIGNUP_SCENES + CREATE_SCENES
 
@@ -520,7 +545,7 @@ async def main_async(out: Path, only: set[str] | None) -> list[Shot]:
     shots: list[Shot] = []
     for scenes, event, play in (
         (INVASION_SCENES, invasion, shoot),
-        (SIGNUP_SCENES, small_raid, shoot_signups),
+        (SIGNUP_SCENES, small_raid, shoot_signups_and_events),
         (CREATE_SCENES, invasion, shoot_create),
     ):
         if only is not None and not only & set(scenes):

@@ -289,3 +289,24 @@ async def runs_of_member(conn: AsyncConnection, member_id: str) -> list[int]:
         )
     )
     return [int(run_id) for run_id in (await conn.execute(query)).scalars()]
+
+
+# ── A member's own sign-ups (``runner.views.players``) ───────────────────
+
+
+async def member_runs(conn: AsyncConnection, member_id: str) -> Sequence[Row]:
+    """The live runs in flight whose list ``member_id`` is on, soonest first: each run's id,
+    scope, start, status and version (``/events mine``). Rehearsals are left out: their
+    sign-ups are staff trying the event, not a player's plans."""
+    query = (
+        sa.select(runs.c.id, runs.c.scope, runs.c.scheduled_for, runs.c.status, runs.c.version_id)
+        .join(signups, signups.c.run_id == runs.c.id)
+        .where(
+            signups.c.member_id == member_id,
+            signups.c.status != SignupStatus.CANCELLED.value,
+            runs.c.status.in_([s.value for s in RUN_IN_FLIGHT]),
+            runs.c.rehearsal.is_(False),
+        )
+        .order_by(runs.c.scheduled_for, runs.c.id)
+    )
+    return (await conn.execute(query)).mappings().all()

@@ -8,7 +8,8 @@ read, and this module is its public face (front ends name ``runner.views``, not 
   the current definition a start preflights;
 - ``step_context``: ``step_describer``, where a step sits, for the text of its messages;
 - ``log``: a run's history and the run-log feed (``log_for_run``, ``follow_log_from_now``, ``log_followed``);
-- ``health``: the database, the serving processes and the runs that are not well (``health``).
+- ``health``: the database, the serving processes and the runs that are not well (``health``);
+- ``players``: what a player sees coming (``coming``) and their own sign-ups (``mine``).
 """
 
 from runner.views.definitions import (
@@ -21,6 +22,7 @@ from runner.views.definitions import (
 )
 from runner.views.health import HealthReport, health
 from runner.views.log import follow_log_from_now, log_followed, log_for_run
+from runner.views.players import Coming, coming, mine
 from runner.views.runs import (
     PhaseView,
     PrunedRun,
@@ -36,6 +38,7 @@ from runner.views.runs import (
 from runner.views.step_context import StepContext, step_describer
 
 __all__ = [
+    "Coming",
     "DefinitionSummary",
     "HealthReport",
     "PhaseView",
@@ -46,6 +49,7 @@ __all__ = [
     "StepContext",
     "StepView",
     "UpcomingEvent",
+    "coming",
     "current_definition",
     "follow_log_from_now",
     "health",
@@ -53,6 +57,7 @@ __all__ = [
     "list_runs",
     "log_followed",
     "log_for_run",
+    "mine",
     "published_definitions",
     "reminders_of_run",
     "run_view",

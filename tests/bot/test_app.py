@@ -72,7 +72,7 @@ async def test_run_keeps_trying_a_database_it_cannot_reach_until_it_answers(sim:
 
 async def test_sync_publishes_the_event_group_globally_or_to_one_guild(sim: Sim) -> None:
     synced = await sync_tree(sim.bot)
-    assert [c.name for c in synced] == ["event"]
+    assert [c.name for c in synced] == ["event", "events"]
     assert sim.requests("PUT", f"/applications/{sim.bot.application_id}/commands")
     subcommands = {o.name for o in synced[0].options}
     assert subcommands == {
@@ -120,7 +120,7 @@ async def test_the_event_cog_is_loaded_as_an_extension_through_its_setup(sim: Si
     assert sim.bot.get_cog("EventCog") is not None
     restarted = await sim.start_bot()
     assert "bot.cogs.control._cog" in restarted.extensions
-    assert [c.name for c in restarted.tree.get_commands()] == ["event"]
+    assert [c.name for c in restarted.tree.get_commands()] == ["event", "events"]
 
 
 async def test_sync_publishes_what_the_serving_bot_answers_from_a_client_with_only_the_commands(
@@ -136,7 +136,7 @@ async def test_sync_publishes_what_the_serving_bot_answers_from_a_client_with_on
     publisher = CommandPublisher()
     await sim.env.restart_bot(publisher)
     synced = await sync_tree(publisher, sim.guild.id)
-    assert [c.name for c in synced] == ["event"]
+    assert [c.name for c in synced] == ["event", "events"]
     assert sim.requests("PUT", path)[-1].json == served
     assert not hasattr(publisher, "services") and not hasattr(publisher, "ticker")
     await sim.start_bot()

@@ -13,9 +13,18 @@ from bot.app import EventBot
 from bot.cogs.approvals._cog import ApprovalButton
 from bot.cogs.control._cog import StartAnyway
 from bot.cogs.cues._cog import CueButton
+from bot.cogs.players._cog import LeaveButton, PageButton
 from bot.cogs.publishing._drafts import Drafts
 from bot.cogs.publishing._flow import PublishButton
-from bot.custom_ids import ApprovalPress, CuePress, PublishPress, StartAnywayPress, parse
+from bot.custom_ids import (
+    ApprovalPress,
+    CuePress,
+    EventsLeave,
+    EventsPage,
+    PublishPress,
+    StartAnywayPress,
+    parse,
+)
 
 PRESSES = [
     CuePress(2, "confirm"),
@@ -24,6 +33,9 @@ PRESSES = [
     StartAnywayPress("a" + "b" * 63, 123456789, "3", "r"),
     PublishPress("0123456789abcdef", "publish"),
     PublishPress("fedcba9876543210", "cancel"),
+    EventsPage("u", 0),
+    EventsPage("m", 9999),
+    EventsLeave(10**18, 3),
     ApprovalPress(2, "approve"),
     ApprovalPress(2**63 - 1, "skip"),
 ]
@@ -45,6 +57,8 @@ def test_each_custom_id_is_read_back_as_what_built_it(press: custom_ids.Press) -
         "evstart:Raid:1:*:l",
         "evpub:0123:publish",
         "cue:2:confirm:x",
+        "evpage:x:1",
+        "evleave:1",
         "evappr:2:confirm",
     ],
 )
@@ -53,8 +67,14 @@ def test_an_id_the_bot_did_not_make_is_none_of_its_presses(custom_id: str | None
 
 
 def test_the_buttons_match_presses_with_the_templates_of_custom_ids() -> None:
-    pairs = ((CueButton, CuePress), (StartAnyway, StartAnywayPress), (PublishButton, PublishPress))
-    for item, kind in (*pairs, (ApprovalButton, ApprovalPress)):
+    for item, kind in (
+        (CueButton, CuePress),
+        (StartAnyway, StartAnywayPress),
+        (PublishButton, PublishPress),
+        (PageButton, EventsPage),
+        (LeaveButton, EventsLeave),
+        (ApprovalButton, ApprovalPress),
+    ):
         template: re.Pattern[str] = item.__discord_ui_compiled_template__
         assert template.pattern == kind.TEMPLATE, item.__name__
 

@@ -14,6 +14,7 @@ from cli.health import EXIT_HEALTHY, EXIT_UNHEALTHY, EXIT_UNREACHABLE
 from runner.clock import SystemClock, utcnow
 from runner.heartbeat import Heartbeat
 from tests.cli.conftest import Cli, on_database, sqlite_url
+from tests.support.plugins import install
 from tests.support.world import T0, World, phase, step
 
 
@@ -151,6 +152,24 @@ def test_json_carries_the_whole_view(cli: Cli, database: str) -> None:
     )
     assert process["last_seen"].endswith("Z")
     assert data["other_holders"] == [{"owner": "cli:1:x", "runs": [stranger], "steps": []}]
+
+
+def test_a_refused_action_plugin_is_a_problem(
+    cli: Cli, database: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Installed beside the bot and refused, a plugin's actions are missing from every event
+    that names them: the monitor hears of it, in the plain lines and the JSON alike."""
+    beat(database)
+    install(
+        monkeypatch, tmp_path, "eventbot-shop", {"shop": "shop_plugin:register"}, {"shop_plugin": "1/0\n"}
+    )
+    problem = "plugin shop (eventbot-shop 1.0): could not be imported: ZeroDivisionError: division by zero"
+    result = cli("health", "--database", database)
+    assert result.code == EXIT_UNHEALTHY
+    assert result.lines[0].endswith(": UNHEALTHY (1 problem)")
+    assert f"problem: {problem}" in result.lines
+    data = json.loads(cli("health", "--database", database, "--json").out)
+    assert data["healthy"] is False and data["problems"] == [problem]
 
 
 def test_a_database_that_cannot_be_reached_is_one_line_and_its_own_exit_code(

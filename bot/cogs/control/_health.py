@@ -4,7 +4,8 @@ names, checked by the same ``check_channel`` the ``/event start`` preflight uses
 resolves and is in this server; the bot may view it, send and embed there), plus Manage Events
 when published events are listed in the Events tab (the mirror's own check), and for published
 events with a thread step or an ``attendee_role``, the thread permissions where the thread goes
-and Manage Roles with the role below the bot's (``bot.cogs.control._preflight``'s checks).
+and Manage Roles with the role below the bot's (``bot.cogs.control._preflight``'s checks), and
+the action plugins this process refused when it built its registry (``actions.plugin_problems``).
 
 Read Message History is not asked for: the bot never reads a channel's history, it only edits
 the messages it posted, by their ids.
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 import discord
 
-from actions import limits
+from actions import limits, plugin_problems
 from bot.clock import as_utc
 from bot.cogs.control._preflight import attendee_role_problems, thread_problems
 from bot.cogs.events_tab._loop import listing_status_line
@@ -63,6 +64,8 @@ class BotHealth:
     # and whether the background loops are paused for them.
     refusals: str | None = None
     paused: bool = False
+    # Why each refused action plugin registered nothing (``actions.plugin_problems``).
+    plugins: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def channel_problems(self) -> list[str]:
@@ -75,7 +78,7 @@ class BotHealth:
             found.append(self.listing.removeprefix("⚠️ ").rstrip("."))
         if self.refusals and self.paused:
             found.append(self.refusals)
-        return found + self.events
+        return found + self.events + self.plugins
 
     @property
     def warnings(self) -> list[str]:
@@ -127,6 +130,7 @@ async def bot_health(client: discord.Client, bot: Served) -> BotHealth:
         events,
         refusals=guard.summary(),
         paused=guard.backing_off,
+        plugins=plugin_problems(services.registry),
     )
 
 

@@ -26,7 +26,6 @@ from bot.errors import reply_to_error, send_ephemeral
 from bot.permissions import wrong_guild
 from bot.protocols import Served, served
 from bridge import signup_messages
-from runner import signups
 
 NOT_THIS_MESSAGE = "This button does not belong to this run's sign-up message; nothing was done."
 
@@ -74,20 +73,31 @@ async def click(bot: Served, interaction: discord.Interaction, run_id: int, choi
         await interaction.followup.send(NOT_THIS_MESSAGE, ephemeral=True)
         return
     member = interaction.user
-    held = bot.config.aliases_held(r.id for r in getattr(member, "roles", ()))
-    mentions = {alias: f"<@&{role_id}>" for alias, role_id in bot.config.roles.items()}
-    now = bot.services.clock.now()
-    name = member.display_name
-    answer: signups.JoinAnswer | signups.LeaveAnswer
-    # The desk publishes the change once committed: the message, roles and thread follow.
-    desk = bot.services.signups
     if choice == LEAVE:
-        answer = await desk.leave(run_id, str(member.id), name, now)
-        text = leave_answer(answer, mentions)
+        text = await leave(bot, member, run_id)
     else:
-        answer = await desk.join(run_id, str(member.id), name, choice, held, now)
-        text = join_answer(answer, mentions)
+        held = bot.config.aliases_held(r.id for r in getattr(member, "roles", ()))
+        now = bot.services.clock.now()
+        # The desk publishes the change once committed: the message, roles and thread follow.
+        answer = await bot.services.signups.join(
+            run_id, str(member.id), member.display_name, choice, held, now
+        )
+        text = join_answer(answer, _role_mentions(bot))
     await interaction.followup.send(text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
+
+
+async def leave(bot: Served, member: discord.User | discord.Member, run_id: int) -> str:
+    """``member`` gives their place on ``run_id``'s list up, whether they pressed Leave on the
+    sign-up message or under ``/events mine``: one rule path. The desk frees the seat and
+    promotes the first member waiting for it in the same transaction, once, then publishes the
+    change, so the message, roles and thread follow. The answer, in words."""
+    now = bot.services.clock.now()
+    answer = await bot.services.signups.leave(run_id, str(member.id), member.display_name, now)
+    return leave_answer(answer, _role_mentions(bot))
+
+
+def _role_mentions(bot: Served) -> dict[str, str]:
+    return {alias: f"<@&{role_id}>" for alias, role_id in bot.config.roles.items()}
 
 
 async def setup(bot: commands.Bot) -> None:

@@ -1,0 +1,1 @@
+"""What players see coming: ``/events upcoming`` and ``/events mine`` (issue 28), ephemeral, for every member of the served guild. The commands and their buttons (Previous, Next, Leave) are ``_cog``, the lines and pages ``_render``; what they read is ``runner.views.players``."""
