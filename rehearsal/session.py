@@ -18,6 +18,7 @@ from rehearsal.answers import answer_parked
 from rehearsal.console import Console, format_duration, is_terminal, run_label
 from rehearsal.delivery import ConsoleDelivery
 from runner import catalog, views
+from runner.approvals import asks_approval
 from runner.clock import ManualClock
 from runner.definitions import EventDefinition
 from runner.engine import RunnerSettings
@@ -280,6 +281,11 @@ class Rehearsal:
     async def _ask(self, view: views.RunView, step: views.StepView) -> CueMode:
         cue = views.step_name(step.id, step.label)
         prompt = f"GM for {run_label(view.id, view.scope)}, cue {cue}: [c]onfirm, [s]kip or [q]uit? "
+        if asks_approval(step.result):
+            # Staff answer a risky step's card, not a GM: confirm is its Approve.
+            prompt = (
+                f"Staff for {run_label(view.id, view.scope)}, approve {cue}: [c]onfirm, [s]kip or [q]uit? "
+            )
         # Prompts go to stderr under --json, so stdout stays one JSON object per line.
         out = sys.stderr if self.console.as_json else self.console.stream
         while True:

@@ -119,6 +119,23 @@ def test_a_step_waiting_for_an_approval_shows_the_wait_and_is_answered_as_a_cue(
     assert "would post to webhook rewards" not in skipped.out
 
 
+def test_cues_ask_asks_staff_to_approve_a_step_waiting_for_an_approval(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--cues ask`` asks about an approval as about a cue, in staff's words: c approves it (the
+    webhook is then shown), s skips it (never shown)."""
+    config = write_yaml(tmp_path / "config.yaml", {"approve_from": "moderate"})
+    monkeypatch.setattr(sys, "stdin", io.StringIO("c\nc\nc\nc\ns\ns\n"))
+    result = cli("rehearse", INVASION, "--config", config, "--cues", "ask")
+    assert result.code == 0, result.out
+    asked = re.findall(
+        r"Staff for run \d \w+, approve step \d+ \(Send the Shadow Shards\): \[c\]onfirm", result.out
+    )
+    assert len(asked) == 3
+    assert result.out.count("approved by rehearsal") == 1 and result.out.count("skipped by rehearsal") == 2
+    assert result.out.count("would post to webhook rewards: {") == 1
+
+
 def test_a_delivery_is_printed_after_its_run_started_and_before_its_step_is_done(cli: Cli) -> None:
     """The console prints a message where it happened in the run's story, not in the order the
     tick happened to write it."""
