@@ -20,6 +20,9 @@ The bot supplies the Discord implementation, the offline rehearsal a console one
   that message, never a second;
 * ``dm_attendees`` at most one direct message per member per reminder of a run, however often
   it is asked (a reminder retried after a crash), and none to a member who turned them off.
+* ``post_approval`` at most one approval request per ``request.idempotency_key`` (a step whose
+  action's risk waits for staff, ``runner.approvals``), with Approve and Skip, in the approval
+  channel.
 """
 
 from __future__ import annotations
@@ -30,9 +33,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from runner.approvals import ApprovalRequest, RequestApproval
 from runner.history import RunEnding
 from runner.signups import SignupList
+from runner.states import AnswerKey
 from runner.views import StepContext
+
+# The step describer (``runner.views.step_describer``): a step's context for its message text.
+Describe = Callable[[int, int], Awaitable[StepContext | None]]
 
 
 @dataclass(frozen=True)
@@ -205,6 +213,10 @@ class Delivery(Protocol):
         reminder, leaving out those who turned reminders off."""
         ...
 
+    async def post_approval(self, request: ApprovalRequest, context: StepContext | None) -> Posted:
+        """Post the request for staff to approve or skip a step before it runs; return where."""
+        ...
+
 
 def cue_closer(
     delivery: Delivery,
@@ -220,6 +232,22 @@ def cue_closer(
         await delivery.close_cue(run_id, step_id, where, ended)
 
     return close
+
+
+def approval_requester(delivery: Delivery, describe: Describe) -> RequestApproval:
+    """The runner's ``request_approval`` hook for a delivery: the request posted with its step's
+    context, answered in the actions' protocol (where it went, or a failure the runner retries
+    when it may pass)."""
+
+    async def request(approval: ApprovalRequest) -> dict[str, Any]:
+        context = await describe(approval.run_id, approval.step_id)
+        try:
+            posted = await delivery.post_approval(approval, context)
+        except DeliveryError as exc:
+            return {AnswerKey.OK: False, AnswerKey.RETRY: exc.transient, AnswerKey.ERROR: str(exc)}
+        return {AnswerKey.OK: True, AnswerKey.OUTPUT: {"posted": posted.as_dict()}}
+
+    return request
 
 
 @dataclass
@@ -250,6 +278,8 @@ class RecordingDelivery:
     signup_attempts: list[SignupPost] = field(default_factory=list)
     # Each member's reminder DMs by (run, step): once each, as the bot sends them.
     dms: dict[tuple[int, int, str], str] = field(default_factory=dict)
+    # Approval requests, in the order they were posted (one per key, as a nonce keeps it).
+    approvals: list[ApprovalRequest] = field(default_factory=list)
     _next_id: int = 1000
     _by_key: dict[str, Posted] = field(default_factory=dict)
 
@@ -301,6 +331,19 @@ class RecordingDelivery:
         for member in request.members:
             self.dms.setdefault((request.run_id, request.step_id, member), request.content)
         return DmsQueued(len(request.members))
+
+    async def post_approval(self, request: ApprovalRequest, context: StepContext | None) -> Posted:
+        if self.failures:
+            raise self.failures.pop(0)
+        existing = self._by_key.get(request.idempotency_key)
+        if existing is not None:
+            self.deduplicated += 1
+            return existing
+        self._next_id += 1
+        posted = Posted("approvals", str(self._next_id), "approvals")
+        self._by_key[request.idempotency_key] = posted
+        self.approvals.append(request)
+        return posted
 
     def _deliver(self, kind: str, request: Announcement | Cue, channel: str) -> Posted:
         self.attempts.append(request)

@@ -63,7 +63,7 @@ log = logging.getLogger(__name__)
 # Loaded by ``setup_hook``; each module's ``setup`` adds what belongs to it.
 STAFF_LOG_WORK = "staff-log"
 
-EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog", "bot.cogs.authoring._cog", "bot.cogs.attendance._cog", "bot.cogs.players._cog", "bot.cogs.reminders._cog")  # fmt: skip
+EXTENSIONS = ("bot.cogs.cues._cog", "bot.cogs.control._cog", "bot.cogs.signups._cog", "bot.cogs.authoring._cog", "bot.cogs.attendance._cog", "bot.cogs.players._cog", "bot.cogs.reminders._cog", "bot.cogs.approvals._cog")  # fmt: skip
 
 
 class EventBot(commands.Bot):
@@ -211,6 +211,7 @@ class EventBot(commands.Bot):
             list_by_default=config.discord_events.mirror,
             keep_run_log_seconds=config.retention.keep_seconds,
             retention_batch=config.retention.batch,
+            approve_from=config.approve_from,
         )
 
     async def setup_hook(self) -> None:

@@ -26,6 +26,8 @@ start with a 64-character key) is well under.
   (``bot.cogs.players._cog``).
 * ``evleave:<run_id>:<page>``: a Leave under ``/events mine``, for the member who pressed it,
   and the page to show again after it.
+* ``evappr:<step_id>:<approve|skip>``: Approve and Skip on a step waiting for staff because of
+  its action's risk (``bot.cogs.approvals._cog``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from runner.states import Control
 
 # The controls a cue's buttons press (``runner.controls.CUE_VERBS``).
 CueVerb = Literal[Control.CONFIRM, Control.SKIP]
+# The controls an approval request's buttons press.
+ApprovalVerb = Literal[Control.APPROVE, Control.SKIP]
 StartMode = Literal["l", "r"]
 PublishVerb = Literal["publish", "cancel"]
 # Which ``/events`` list a page belongs to: ``u`` upcoming, ``m`` mine.
@@ -60,6 +64,23 @@ class CuePress:
     @classmethod
     def from_match(cls, match: re.Match[str]) -> CuePress:
         verb: CueVerb = Control.CONFIRM if match["verb"] == Control.CONFIRM else Control.SKIP
+        return cls(int(match["step_id"]), verb)
+
+
+@dataclass(frozen=True)
+class ApprovalPress:
+    step_id: int
+    verb: ApprovalVerb
+
+    TEMPLATE: ClassVar[str] = r"evappr:(?P<step_id>[0-9]{1,19}):(?P<verb>approve|skip)"
+
+    @property
+    def custom_id(self) -> str:
+        return f"evappr:{self.step_id}:{self.verb}"
+
+    @classmethod
+    def from_match(cls, match: re.Match[str]) -> ApprovalPress:
+        verb: ApprovalVerb = Control.APPROVE if match["verb"] == Control.APPROVE else Control.SKIP
         return cls(int(match["step_id"]), verb)
 
 
@@ -260,6 +281,7 @@ Press = (
     | EventForm
     | EventsPage
     | EventsLeave
+    | ApprovalPress
 )
 KINDS: tuple[
     type[CuePress]
@@ -271,10 +293,12 @@ KINDS: tuple[
     | type[AttendancePage]
     | type[EventForm]
     | type[EventsPage]
-    | type[EventsLeave],
+    | type[EventsLeave]
+    | type[ApprovalPress],
     ...,
 ] = (
     CuePress,
+    ApprovalPress,
     StartAnywayPress,
     PublishPress,
     SignupPress,

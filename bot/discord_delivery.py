@@ -42,6 +42,7 @@ from actions.delivery import (
 from actions.mentions import Mentions, PingPolicy
 from actions.messaging import Describe
 from bot.channel_budget import ChannelBudget
+from bot.cogs.approvals._render import approval_message
 from bot.cogs.cues._render import cue_embed, cue_view, mark_settled, settled_text
 from bot.cogs.reminders._queue import QueuesAttendeeDms
 from bot.cogs.signups._role_checks import attendee_role_problems
@@ -53,15 +54,18 @@ from bot.discord_messages import (
     allowed_mentions,
     build_embed,
     channel_label,
+    forbidden_text,
     missing_permissions,
     nonce_for,
     permission_name,
     transient_status,
 )
 from bot.rendering import REHEARSAL_MARK, clip, person
+from runner.approvals import ApprovalRequest
 from runner.controls import CueRef
 from runner.history import RunEnding
 from runner.states import ActionOutcome, StepStatus
+from runner.views import StepContext
 from wiring.config import Config
 from wiring.control_text import closed_cue_text
 
@@ -129,6 +133,12 @@ class DiscordDelivery(QueuesAttendeeDms):
         await mark_settled(
             self.bot, (ref,), settled_text(StepStatus.CANCELLED, None, reason=closed_cue_text(ended, person))
         )
+
+    async def post_approval(self, request: ApprovalRequest, context: StepContext | None) -> Posted:
+        """A risky step's card with Approve / Skip (``bot.cogs.approvals``), pinging nobody."""
+        channel = await self._channel(self.config.approvals_channel, rehearsal=request.rehearsal)
+        message = await self._send(request, channel, **approval_message(request, context))
+        return Posted(str(channel.id), str(message.id), getattr(channel, "name", None))
 
     async def start_thread(self, request: ThreadRequest) -> StartedThread:
         """A public thread on the announcement. Discord refuses a second thread on one message
@@ -393,7 +403,7 @@ class DiscordDelivery(QueuesAttendeeDms):
 
     async def _send(
         self,
-        request: Announcement | Cue,
+        request: Announcement | Cue | ApprovalRequest,
         channel: Any,
         *,
         embed: discord.Embed | None,
@@ -414,7 +424,7 @@ class DiscordDelivery(QueuesAttendeeDms):
         """A post's failure, classified (transient or terminal) and logged here once, with the
         ids to follow the run; the runner records it on the step."""
         if isinstance(exc, discord.Forbidden):
-            error = DeliveryError(self._forbidden(channel, exc, embed), transient=False)
+            error = DeliveryError(forbidden_text(channel, exc, embed), transient=False)
         elif isinstance(exc, discord.NotFound):
             error = DeliveryError(
                 f"{channel_label(channel, '')} no longer exists (Discord {exc.code}: {exc.text})",
@@ -438,12 +448,3 @@ class DiscordDelivery(QueuesAttendeeDms):
             extra={"run_id": run_id, "step_id": step_id, "channel_id": channel.id},
         )
         return error
-
-    def _forbidden(self, channel: Any, exc: discord.Forbidden, embed: bool) -> str:
-        guild = getattr(channel, "guild", None)
-        me = guild.me if guild is not None else None
-        missing: list[str] = []
-        if me is not None:
-            missing = missing_permissions(channel.permissions_for(me), embed=embed)
-        what = f"missing {', '.join(missing)}" if missing else (exc.text or "forbidden")
-        return f"the bot may not post in {channel_label(channel, '')}: {what} (Discord {exc.code})"

@@ -89,3 +89,14 @@ def build_embed(spec: Embed) -> discord.Embed:
     for field in spec.fields:
         embed.add_field(name=field.name, value=field.value, inline=field.inline)
     return embed
+
+
+def forbidden_text(channel: Any, exc: discord.Forbidden, embed: bool) -> str:
+    """Why Discord refused a post in ``channel``: the permissions the bot lacks there, if known."""
+    guild = getattr(channel, "guild", None)
+    me = guild.me if guild is not None else None
+    missing: list[str] = []
+    if me is not None:
+        missing = missing_permissions(channel.permissions_for(me), embed=embed)
+    what = f"missing {', '.join(missing)}" if missing else (exc.text or "forbidden")
+    return f"the bot may not post in {channel_label(channel, '')}: {what} (Discord {exc.code})"

@@ -11,7 +11,7 @@ Capabilities (``wiring.config.CAPABILITIES``): ``start`` (/event start), ``contr
 resume, cancel, retry, skip), ``cue`` (Confirm / Skip on a GM cue), ``rehearse``
 (/event rehearse), ``publish`` (/event validate, /event publish and its Publish / Cancel
 buttons), ``signups`` (/event signups add, move, remove, close, reopen, and the buttons under
-the staff's list). Reading (status, list) needs any one of them; an option's autocomplete needs
+the staff's list), ``approve`` (Approve / Skip on a step whose action's risk waits for staff). Reading (status, list) needs any one of them; an option's autocomplete needs
 the capability of the command it belongs to (a GM gets no choices for /event start).
 ``everyone`` (``/events``, what players see coming, and its buttons) needs no role: only the
 server is checked.
@@ -41,6 +41,7 @@ WHAT = {
     "signups": "add, move or remove members or close sign-ups",
     "staff": "use the event commands",
     "attendance": "take attendance",
+    "approve": "approve or skip risky steps",
 }
 
 

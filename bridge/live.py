@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bridge.sql import live_messages as live_sql
 from runner import catalog, history, signups
+from runner.approvals import asks_approval
 from runner.bus import Event
 from runner.db import retry_on_conflict
 from runner.history import Actor, Entry, RunEnding
@@ -50,6 +51,7 @@ class WaitKind(enum.Enum):
     START = enum.auto()  # scheduled, not started yet
     BLOCKED = enum.auto()  # another run holds its concurrency key
     GM = enum.auto()  # a cue posted, waiting for a GM's Confirm or Skip
+    APPROVAL = enum.auto()  # a risky step's card posted, waiting for staff's Approve or Skip
     WAIT = enum.auto()  # the next step is held until a time (a wait)
     RETRY = enum.auto()  # a step failed and is retried at a time
     PAUSED = enum.auto()  # paused by a person, or by a step that failed
@@ -194,7 +196,7 @@ def _waiting(
             return Waiting(WaitKind.WAIT, until=record.held_until)
         return None
     if step.parked:
-        return Waiting(WaitKind.GM)
+        return Waiting(WaitKind.APPROVAL if asks_approval(step.result) else WaitKind.GM)
     if step.status == StepStatus.RUNNING:
         return Waiting(WaitKind.ACTION)
     if step.status == StepStatus.PENDING and step.due_at is not None and step.due_at > now:
@@ -243,6 +245,8 @@ def _last_action(entries: Sequence[Entry], run: RunView) -> HumanAction | None:
             return HumanAction(Control.SKIP, actor, entry.at, step, event.note)
         if isinstance(event, history.StepRequeued):
             return HumanAction(Control.RETRY, actor, entry.at, step)
+        if isinstance(event, history.StepApproved):
+            return HumanAction(Control.APPROVE, actor, entry.at, step)
     return None
 
 

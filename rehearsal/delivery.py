@@ -23,10 +23,12 @@ from actions.mentions import Mentions
 from actions.messaging import attendee_mentions, discord_timestamp
 from rehearsal.console import Console, run_label
 from runner import views
+from runner.approvals import ApprovalRequest
 from runner.definitions import REMINDERS_PHASE
 from runner.history import RunEnding
 from runner.schedule import shown
 from runner.signup_answers import SignupList
+from runner.views import StepContext
 from wiring.aliases import ConfigAliases
 from wiring.config import Config
 from wiring.control_text import closed_cue_text
@@ -77,6 +79,32 @@ class ConsoleDelivery:
             step_id=step_id,
             reason=reason,
         )
+
+    async def post_approval(self, request: ApprovalRequest, context: StepContext | None) -> Posted:
+        """A step whose action's risk waits for staff: the card, and the wait, as staff see it."""
+        existing = self._posted.get(request.idempotency_key)
+        if existing is not None:
+            return existing
+        channel = self.config.approvals_channel
+        posted = Posted(str(channel or "staff"), f"console-approval-{request.step_id}", channel)
+        self._posted[request.idempotency_key] = posted
+        params = ", ".join(f"{key}={value!r}" for key, value in request.params.items())
+        self.console.emit_for_step(
+            request.step_id,
+            "delivery",
+            f"{run_label(request.run_id, request.scope)}: approval needed in {f'#{channel}' if channel else 'the staff log'}: "
+            f"{views.step_name(request.step_id, request.label)} runs {request.action_id} "
+            f"({request.risk})",
+            f"│ {params[:300] if params else '(no params)'}",
+            "[ Approve ]  [ Skip ]",
+            kind="approval",
+            run_id=request.run_id,
+            step_id=request.step_id,
+            action=request.action_id,
+            risk=request.risk,
+            channel=channel,
+        )
+        return posted
 
     async def would_send(self, run_id: int, step_id: int, scope: str, what: str) -> None:
         """A step that reaches the game (a webhook) in a rehearsal: what it would have sent."""

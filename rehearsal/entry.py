@@ -4,6 +4,7 @@ what one left."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import tempfile
 from pathlib import Path
@@ -82,7 +83,7 @@ async def rehearse(
                 engine,
                 lambda _describe: delivery,
                 clock=clock,
-                settings=REHEARSAL_SETTINGS,
+                settings=dataclasses.replace(REHEARSAL_SETTINGS, approve_from=config.approve_from),
                 owner=ACTOR.name,
                 # A rehearsal run sends nothing to them: the step says what it would send.
                 webhooks=config.webhooks,
@@ -190,7 +191,7 @@ async def resume_rehearsals(
             engine,
             lambda _describe: ConsoleDelivery(console, config),
             clock=clock,
-            settings=REHEARSAL_SETTINGS,
+            settings=dataclasses.replace(REHEARSAL_SETTINGS, approve_from=config.approve_from),
             owner=ACTOR.name,
             webhooks=config.webhooks,
         )

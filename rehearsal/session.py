@@ -14,9 +14,11 @@ from typing import Any, Literal
 from bridge.listings import Desired, desired_state
 from rehearsal import reminders, transcript
 from rehearsal import signups as rehearsal_signups
+from rehearsal.answers import answer_parked
 from rehearsal.console import Console, format_duration, is_terminal, run_label
 from rehearsal.delivery import ConsoleDelivery
 from runner import catalog, views
+from runner.approvals import asks_approval
 from runner.clock import ManualClock
 from runner.definitions import EventDefinition
 from runner.engine import RunnerSettings
@@ -37,7 +39,8 @@ MAX_ITERATIONS = 20_000
 # The rehearsal plays the event once, now. A look-ahead or look-back window would make the tick
 # materialise the definition's cron occurrences into the rehearsal database as live runs, and the
 # virtual clock would then play those too.
-REHEARSAL_SETTINGS = RunnerSettings(lookahead_seconds=0, lookback_seconds=0)
+# A step whose action is destructive waits for an approval, as under the config's default.
+REHEARSAL_SETTINGS = RunnerSettings(lookahead_seconds=0, lookback_seconds=0, approve_from="destructive")
 
 Sleep = Callable[[float], Awaitable[Any]]
 
@@ -270,11 +273,7 @@ class Rehearsal:
         choice = self.options.cues
         if choice == "ask":
             choice = await self._ask(view, step)
-        controls = self.services.controls
-        if choice == Control.CONFIRM:
-            result = await controls.confirm(step.id, actor=ACTOR)
-        else:
-            result = await controls.skip(step.id, actor=ACTOR)
+        result = await answer_parked(self.services.controls, step, choice, ACTOR)
         if not result.ok:
             said = control_text(result)
             self.console.emit("error", f"{run_label(view.id, view.scope)}: {said}", message=said)
@@ -282,6 +281,11 @@ class Rehearsal:
     async def _ask(self, view: views.RunView, step: views.StepView) -> CueMode:
         cue = views.step_name(step.id, step.label)
         prompt = f"GM for {run_label(view.id, view.scope)}, cue {cue}: [c]onfirm, [s]kip or [q]uit? "
+        if asks_approval(step.result):
+            # Staff answer a risky step's card, not a GM: confirm is its Approve.
+            prompt = (
+                f"Staff for {run_label(view.id, view.scope)}, approve {cue}: [c]onfirm, [s]kip or [q]uit? "
+            )
         # Prompts go to stderr under --json, so stdout stays one JSON object per line.
         out = sys.stderr if self.console.as_json else self.console.stream
         while True:

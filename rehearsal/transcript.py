@@ -18,6 +18,7 @@ from typing import Any
 from bridge.listings import STATUS_OF_RUN, Desired
 from rehearsal.console import Console, format_duration, format_offset, run_label
 from runner import history, views
+from runner.approvals import asks_approval
 from runner.states import Health, RunStatus
 
 # The step events, each printed as ``<step> <outcome>`` (``step.done`` -> ``done``).
@@ -31,6 +32,7 @@ STEP_EVENTS: tuple[type[history.Event], ...] = (
     history.StepRequeued,
     history.StepConfirmed,
     history.StepSkipped,
+    history.StepApproved,
 )
 
 
@@ -121,6 +123,9 @@ def _show_step_line(
         case history.StepDone() | history.StepCancelled():
             # What the step sent is shown already; a cancelled one, by the run's final line.
             show = console.aside
+        case history.StepParked() if step is not None and asks_approval(step.result):
+            # Its action's risk holds it back: the wait is the point, so it is always shown.
+            text = f"{label}: {name} is waiting for staff to approve or skip it"
         case history.StepParked():
             # The cue card was just shown, and the answer (or the prompt) comes next.
             text = f"{label}: {name} is waiting for a GM to confirm or skip"
@@ -131,7 +136,9 @@ def _show_step_line(
             record["due_at"] = due.isoformat()
         case history.StepFailed(error=error):
             text = f"{label}: {name} FAILED: {error}"
-        case history.StepConfirmed() | history.StepSkipped() if entry.actor is not None:
+        case history.StepConfirmed() | history.StepSkipped() | history.StepApproved() if (
+            entry.actor is not None
+        ):
             text += f" by {entry.actor.name}"
         case history.StepSkipped(note=note) if note:
             # Skipped by its condition: the cue's answer it waited for did not come.

@@ -28,6 +28,7 @@ class Reason(enum.StrEnum):
     RETRYING = "retrying"
     CONFIRMED = "confirmed"
     SKIPPED = "skipped"
+    APPROVED = "approved"
 
     # ── refusals: nothing changed ──
     NO_SUCH_RUN = "no_such_run"
@@ -48,6 +49,11 @@ class Reason(enum.StrEnum):
     NOT_A_CUE_VERB = "not_a_cue_verb"
     NOT_A_CUE = "not_a_cue"
     OTHER_CUE_MESSAGE = "other_cue_message"
+    # The step is not held back for an approval (never was, or it was approved already: ``by``).
+    NOT_AWAITING_APPROVAL = "not_awaiting_approval"
+    ALREADY_APPROVED = "already_approved"
+    # A confirm of a step parked on its approval request: only approve (or skip) answers it.
+    AWAITS_APPROVAL = "awaits_approval"
     # A step left open on a run that ended (``run_status``): the run is the reason.
     STEP_OF_ENDED_RUN = "step_of_ended_run"
     ALREADY_CONFIRMED = "already_confirmed"
@@ -148,6 +154,20 @@ def not_this_cue(
     posted = _posted_message(step)
     if message_id is not None and posted is not None and posted != message_id:
         return ControlResult(False, control, Reason.OTHER_CUE_MESSAGE, step_id=step_id)
+    return None
+
+
+def confirm_refused(
+    step: StepRecord, step_id: int, message_id: str | None, *, cue_only: bool
+) -> ControlResult | None:
+    """Why a confirm may not act on ``step``: a cue's button on anything but its own cue
+    (``not_this_cue``), or any confirm of a step parked on its approval request, which would
+    mark a risky step done without performing it (only approve or skip answer that)."""
+    if cue_only:
+        return not_this_cue(Control.CONFIRM, step, step_id, message_id)
+    result = step.result
+    if step.parked and isinstance(result, dict) and result.get("approval") == "awaiting":
+        return ControlResult(False, Control.CONFIRM, Reason.AWAITS_APPROVAL, step_id=step_id)
     return None
 
 

@@ -16,12 +16,13 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from runner import catalog
+from runner import approvals, catalog
 from runner.answers import (
     CUE_ACTION,
     ControlResult,
     CueRef,
     Reason,
+    confirm_refused,
     cue_ref,
     not_this_cue,
     refused_run,
@@ -340,7 +341,7 @@ class Controls:
             if step is None:
                 return refused_step(Control.CONFIRM, None, step_id, None)
             run_id = step.run_id
-            refused = not_this_cue(Control.CONFIRM, step, step_id, message_id) if cue_only else None
+            refused = confirm_refused(step, step_id, message_id, cue_only=cue_only)
             if refused is not None:
                 return refused
             if not await step_settles.confirm_parked(conn, step_id, now, actor=actor, note=note):
@@ -379,6 +380,7 @@ class Controls:
         run_id: int | None = None,
         cue_only: bool = False,
         message_id: str | None = None,
+        parked_only: bool = False,
     ) -> ControlResult:
         """Skip a pending step or a parked cue (never one being carried out, never a failed one).
         ``cue_only``: only a GM cue, and only once it was posted (parked)."""
@@ -400,7 +402,7 @@ class Controls:
                 ref = cue_ref(step, step_id, owner_run, run)
                 return refused_run(Control.SKIP, run, owner_run, step_id=step_id, cues=(ref,))
             if not await step_settles.skip_by_human(
-                conn, step_id, now, actor=actor, note=note, parked_only=cue_only
+                conn, step_id, now, actor=actor, note=note, parked_only=cue_only or parked_only
             ):
                 step = await steps_sql.get(conn, step_id)
                 return refused_step(
@@ -424,6 +426,12 @@ class Controls:
             cues=(ref,),
             run_status=run.status,
         )
+
+    async def approve(
+        self, step_id: int, *, actor: Actor | None = None, message_id: str | None = None
+    ) -> ControlResult:
+        """Let a step its action's risk held back run (``runner.approvals``)."""
+        return await approvals.approve(self.engine, self.clock, self._changed, step_id, actor, message_id)
 
 
 async def _resume(

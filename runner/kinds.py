@@ -42,6 +42,7 @@ class Kind(enum.StrEnum):
     STEP_REQUEUED = "step.requeued"
     STEP_CONFIRMED = "step.confirmed"
     STEP_SKIPPED = "step.skipped"
+    STEP_APPROVED = "step.approved"
     REMINDER_SENT = "reminder.sent"
     REMINDER_SKIPPED = "reminder.skipped"
     REMINDER_FAILED = "reminder.failed"

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from runner.approvals import needs_approval
 from runner.definitions import EventDefinition, reminder_action
 from runner.definitions.signup import SIGNUP_ACTION
 from runner.dispatch import perform
@@ -71,6 +72,19 @@ async def preflight(
             )
     problems.extend(thread_targets(definition)[1])
     return problems
+
+
+def needing_approval(
+    registry: ActionRegistry, definition: EventDefinition, approve_from: str
+) -> list[Performed]:
+    """The steps of a run that will wait for a staff approval (``runner.approvals``)."""
+    return [
+        each
+        for each in performed(definition)
+        if each.field is None
+        and (action := registry.get(each.action)) is not None
+        and needs_approval(action.risk, approve_from)
+    ]
 
 
 MANAGE_EVENTS_MISSING = (

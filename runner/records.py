@@ -146,6 +146,10 @@ class StepRecord(_Record):
     finished_at: dt.datetime | None
     created_at: dt.datetime
     updated_at: dt.datetime
+    # Who approved it, when its action's risk needed an approval (``runner.approvals``).
+    approved_by_id: str | None = None
+    approved_by_name: str | None = None
+    approved_at: dt.datetime | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> Self:

@@ -49,7 +49,8 @@ class Action(Generic[P]):
     ``label`` names the action where a person chooses one (the known actions listed beside an
     unknown one); ``version`` is recorded on every step the action performs (``action_version``,
     as the seeds' steps carry it). ``risk`` and ``reversible`` are the seeds' shape, checked at
-    registration; nothing decides on them yet (the hardening tests build actions with them)."""
+    registration: ``risk`` decides whether a step waits for a staff approval before it runs
+    (``runner.approvals``), ``reversible`` what a cancel with cleanup undoes."""
 
     id: str
     label: str

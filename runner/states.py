@@ -110,6 +110,7 @@ class Control(enum.StrEnum):
     RETRY = "retry"
     CONFIRM = "confirm"
     SKIP = "skip"
+    APPROVE = "approve"
 
 
 class ListingStatus(enum.StrEnum):

@@ -26,8 +26,10 @@ from actions.delivery import (
     ThreadRequest,
 )
 from actions.mentions import Mentions, PingPolicy
+from runner.approvals import ApprovalRequest
 from runner.history import RunEnding
 from runner.suggestions import did_you_mean
+from runner.views import StepContext
 from wiring.config import Config
 
 
@@ -141,6 +143,9 @@ class AliasCheckDelivery:
         raise DeliveryError(NOT_A_POSTING_DELIVERY, transient=False)
 
     async def dm_attendees(self, request: AttendeeDms) -> DmsQueued:
+        raise DeliveryError(NOT_A_POSTING_DELIVERY, transient=False)
+
+    async def post_approval(self, request: ApprovalRequest, context: StepContext | None) -> Posted:
         raise DeliveryError(NOT_A_POSTING_DELIVERY, transient=False)
 
 

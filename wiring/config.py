@@ -22,7 +22,7 @@ import os
 import zoneinfo
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
@@ -41,7 +41,7 @@ from wiring.game_targets import WebhookTarget
 
 ENV_PREFIX = "EVENTBOT_"
 TOKEN_ENV = "DISCORD_TOKEN"
-CAPABILITIES = ("start", "control", "cue", "rehearse", "publish", "signups")
+CAPABILITIES = ("start", "control", "cue", "rehearse", "publish", "signups", "approve")
 
 # The bounds, and why. Discord ids are snowflakes: unsigned 64-bit integers, written in ASCII
 # digits (a float would silently round an 18-digit id to another one).
@@ -170,6 +170,10 @@ class Config(Strict):
     # The aliases (keys of ``channels``) of the channels the bot uses itself.
     gm_channel: str | None = None
     staff_log_channel: str | None = None
+    # Where a step waiting for an approval asks for it: this alias, else the staff log, else the
+    # GM channel. ``approve_from``: the lowest action risk that waits (``runner.approvals``).
+    approval_channel: str | None = None
+    approve_from: Literal["destructive", "moderate", "never"] = "destructive"
     # One message per run in the staff log channel, edited as the run moves (``bot.cogs.live._loop``).
     live_run_messages: bool = True
     sandbox_channel: str | None = None
@@ -217,7 +221,7 @@ class Config(Strict):
     @model_validator(mode="after")
     def _references_resolve(self) -> Config:
         problems = []
-        for key in ("gm_channel", "staff_log_channel", "sandbox_channel"):
+        for key in ("gm_channel", "staff_log_channel", "sandbox_channel", "approval_channel"):
             alias = getattr(self, key)
             if alias is not None and alias not in self.channels:
                 problems.append(f"{key}: {alias!r} is not one of the channel aliases in 'channels'")
@@ -258,6 +262,11 @@ class Config(Strict):
         rule naming either must see it held."""
         held = set(role_ids)
         return [alias for alias, role_id in self.roles.items() if role_id in held]
+
+    @property
+    def approvals_channel(self) -> str | None:
+        """Where approval cards go: ``approval_channel``, else the staff log's, else the GM's."""
+        return self.approval_channel or self.staff_log_channel or self.gm_channel
 
     def roles_for(self, capability: str) -> set[int]:
         return {self.roles[a] for a in self.permissions.get(capability, []) if a in self.roles}

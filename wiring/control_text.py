@@ -119,6 +119,10 @@ _WORDS: dict[Reason, Callable[[ControlResult, Namer], str]] = {
     Reason.RETRYING: lambda r, name: f"retrying {step_name(r.step_id, r.label)} of run {r.run_id}",
     Reason.CONFIRMED: _settled(Reason.CONFIRMED),
     Reason.SKIPPED: _settled(Reason.SKIPPED),
+    Reason.APPROVED: lambda r, name: (
+        f"approved {step_name(r.step_id)}: it runs now"
+        + (PAUSED_SUFFIX if r.run_status == RunStatus.PAUSED else "")
+    ),
     Reason.NO_SUCH_RUN: lambda r, name: f"cannot {r.control}: no such run: {r.run_id}",
     Reason.RUN_ENDED: lambda r, name: f"cannot {r.control}: {run_status_words(r.run_status)}",
     Reason.WRONG_RUN_STATUS: lambda r, name: f"cannot {r.control}: {run_status_words(r.run_status)}",
@@ -134,6 +138,11 @@ _WORDS: dict[Reason, Callable[[ControlResult, Namer], str]] = {
     Reason.NOT_A_CUE_VERB: lambda r, name: f"a cue answers confirm or skip, not {r.verb!r}",
     Reason.NOT_A_CUE: lambda r, name: f"{step_name(r.step_id)} is not a GM cue",
     Reason.OTHER_CUE_MESSAGE: lambda r, name: "this button belongs to another cue message",
+    Reason.NOT_AWAITING_APPROVAL: lambda r, name: f"{step_name(r.step_id)} is not waiting for an approval",
+    Reason.ALREADY_APPROVED: lambda r, name: f"already approved{_by(r, name)}",
+    Reason.AWAITS_APPROVAL: lambda r, name: (
+        f"{step_name(r.step_id)} waits for an approval: approve or skip it"
+    ),
     Reason.NO_SUCH_STEP: _no_such_step,
     Reason.STEP_OF_ENDED_RUN: lambda r, name: run_status_words(r.run_status),
     Reason.ALREADY_CONFIRMED: lambda r, name: f"already confirmed{_by(r, name)}",

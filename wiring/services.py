@@ -14,7 +14,7 @@ from typing import Generic, TypeVar
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from actions import build_registry
-from actions.delivery import Delivery, cue_closer
+from actions.delivery import Delivery, approval_requester, cue_closer
 from actions.messaging import Describe
 from bridge.threads import RunThreads
 from runner import views
@@ -73,6 +73,7 @@ def assemble(
         settings=settings,
         versions=versions,
         close_parked=cue_closer(delivery),
+        request_approval=approval_requester(delivery, describe),
     )
     # A control's change goes out on the runner's bus (``RunsChanged``), once committed; whoever
     # ticks the runner subscribes to it (the bot's ticker).

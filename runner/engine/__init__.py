@@ -37,6 +37,7 @@ from typing import Protocol
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from runner import catalog
+from runner.approvals import RequestApproval
 from runner.bus import LocalEventBus, TickFinished, TickStarted
 from runner.clock import Clock, SystemClock
 from runner.engine.advance import Advance
@@ -101,6 +102,7 @@ class Runner:
         versions: catalog.VersionCache | None = None,
         close_parked: CloseParked | None = None,
         bus: LocalEventBus | None = None,
+        request_approval: RequestApproval | None = None,
     ) -> None:
         self.bus = bus or LocalEventBus()
         self.in_process = InProcess(self.bus)
@@ -114,6 +116,7 @@ class Runner:
             bus=self.bus,
             hold=self.in_process,
             close_parked=close_parked,
+            request_approval=request_approval,
         )
         self.advance = Advance()
         self.retention = Prune()

@@ -14,6 +14,7 @@ from typing import Protocol
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from runner import catalog
+from runner.approvals import RequestApproval
 from runner.bus import LocalEventBus
 from runner.clock import Clock
 from runner.engine.core import CloseParked, DriveOutcome, ErrorMemo, Lease, RunnerSettings
@@ -52,6 +53,8 @@ class EngineContext:
     bus: LocalEventBus
     hold: HoldPolicy = field(default_factory=NeverHold)
     close_parked: CloseParked | None = None
+    # Posts a step's approval request (``runner.approvals``); None: the step parks with none.
+    request_approval: RequestApproval | None = None
     errors: ErrorMemo = field(default_factory=ErrorMemo)
     # How many runs are driven at once, by the tick and in process alike.
     gate: asyncio.Semaphore = field(init=False)

@@ -86,6 +86,11 @@ class RunnerSettings:
     # hand; the bot sets it from its config, 30 days unless told otherwise).
     keep_run_log_seconds: float = 0.0
     retention_batch: int = 500
+    # The lowest action risk whose steps wait for a staff approval before they run
+    # (``runner.approvals``): ``destructive``, ``moderate`` or ``never``. ``never`` for a runner
+    # ticked by hand; the bot and the rehearsal set it from their config (``destructive`` unless
+    # told otherwise).
+    approve_from: str = "never"
 
 
 SERVING_RUN_LEASE_SECONDS = 5.0

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from runner import approvals
 from runner.db import retry_on_conflict
 from runner.definitions import EventDefinition
 from runner.dispatch import Classified, perform
@@ -121,6 +122,9 @@ async def perform_claimed(
     action (``claims``); ``None`` when it does not and the step is left to the reclaim."""
     if not await claims.still_leased(ctx, lease, step):
         return None
+    if approvals.held_back(ctx, step):
+        # Its action's risk needs a staff approval first: the request parks it as a cue parks.
+        return await approvals.ask(ctx, run, step)
     report.steps_dispatched += 1
     return await perform(ctx.registry, step_envelope(run, step), step.action_id)
 

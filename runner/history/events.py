@@ -9,62 +9,15 @@ events. History is forever: a line whose kind or fields this code no longer know
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import enum
-import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from runner.history.fields import fields_of
 from runner.kinds import Kind
 from runner.states import CleanupStatus, Health, RunStatus, SignupOverride, SignupStatus, StaffSignupChange
-
-# ── Field codecs ──────────────────────────────────────────────────────────
-# Worked out from each field's annotation, once per class: a datetime is stored as an ISO
-# string, an enum as its value; a trailing underscore is dropped from the stored key (``from``
-# is a keyword); a field whose default is ``None`` is left out while unset.
-
-_Codec = tuple[Callable[[Any], Any], Callable[[Any], Any]]
-
-
-@dataclass(frozen=True)
-class _Field:
-    name: str
-    key: str
-    omit_none: bool
-    required: bool
-    codec: _Codec | None
-
-
-def _codec_for(hint: Any) -> _Codec | None:
-    for each in typing.get_args(hint) or (hint,):
-        if each is dt.datetime:
-            return (lambda v: v.isoformat(), dt.datetime.fromisoformat)
-        if isinstance(each, type) and issubclass(each, enum.StrEnum):
-            return (str, each)
-    return None
-
-
-_FIELDS: dict[type[Event], tuple[_Field, ...]] = {}
-
-
-def _fields_of(cls: type[Event]) -> tuple[_Field, ...]:
-    known = _FIELDS.get(cls)
-    if known is not None:
-        return known
-    hints = typing.get_type_hints(cls)
-    known = _FIELDS[cls] = tuple(
-        _Field(
-            name=f.name,
-            key=f.name.rstrip("_"),
-            omit_none=f.default is None,
-            required=f.default is dataclasses.MISSING,
-            codec=_codec_for(hints[f.name]),
-        )
-        for f in dataclasses.fields(cls)
-    )
-    return known
 
 
 @dataclass(frozen=True)
@@ -79,7 +32,7 @@ class Event:
 
     def detail(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for f in _fields_of(type(self)):
+        for f in fields_of(type(self)):
             value = getattr(self, f.name)
             if value is None and f.omit_none:
                 continue
@@ -90,7 +43,7 @@ class Event:
     def from_detail(cls, detail: Mapping[str, Any]) -> Event:
         """Raises ``ValueError`` / ``TypeError`` / ``KeyError`` for a detail this class does not
         describe (the reader then keeps it as a ``GenericEvent``)."""
-        known = {f.key: f for f in _fields_of(cls)}
+        known = {f.key: f for f in fields_of(cls)}
         unknown = set(detail) - set(known)
         if unknown:
             raise ValueError(f"fields this code does not know: {sorted(unknown)}")
@@ -282,6 +235,16 @@ class StepSkipped(Event):
     note: str | None
 
 
+@dataclass(frozen=True)
+class StepApproved(Event):
+    """Staff approved a step its action's risk held back (``runner.approvals``); who is the
+    line's actor."""
+
+    KIND: ClassVar[Kind] = Kind.STEP_APPROVED
+    action: str
+    risk: str
+
+
 class ReminderSkip(enum.StrEnum):
     """Why a reminder was not sent."""
 
@@ -420,6 +383,7 @@ _BY_KIND: dict[str, type[Event]] = {
         StepRequeued,
         StepConfirmed,
         StepSkipped,
+        StepApproved,
         ReminderSent,
         ReminderSkipped,
         ReminderFailed,

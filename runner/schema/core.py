@@ -196,6 +196,11 @@ steps = sa.Table(
     sa.Column("settled_by_id", sa.String(64), nullable=True),
     sa.Column("settled_by_name", sa.String(100), nullable=True),
     sa.Column("note", sa.String(500), nullable=True),
+    # Who approved a step whose action's risk waits for staff (``runner.approvals``); NULL: not
+    # approved, so such a step posts its approval request instead of running.
+    sa.Column("approved_by_id", sa.String(64), nullable=True),
+    sa.Column("approved_by_name", sa.String(100), nullable=True),
+    sa.Column("approved_at", utc_datetime(), nullable=True),
     sa.Column("started_at", utc_datetime(), nullable=True),
     sa.Column("finished_at", utc_datetime(), nullable=True),
     sa.Column("created_at", utc_datetime(), nullable=False),

@@ -1,6 +1,6 @@
 """The tables of reminders sent by direct message (``to: attendees``): one row per member and
 reminder of a run (the outbox its loop sends from), and each member's choice to get them or not.
-On the same ``metadata`` as the rest of the schema (``runner.schema.core``); migration 0017.
+On the same ``metadata`` as the rest of the schema (``runner.schema.core``); migration 0017 (after attendance, 0016).
 """
 
 from __future__ import annotations

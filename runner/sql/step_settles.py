@@ -6,6 +6,7 @@ somebody's dispatch in progress.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -68,6 +69,29 @@ async def _settle_by_human(
             settled_by_name=actor.name[:100] if actor else None,
             note=note[:500] if note else None,
             updated_at=now,
+        )
+    )
+    return outcome.rowcount == 1
+
+
+async def approve_parked(
+    conn: AsyncConnection, step_id: int, now: dt.datetime, *, actor: Actor | None, result: Any
+) -> bool:
+    """A step parked on its approval request back to pending, due now, approved by ``actor``, with
+    a fresh attempt budget (the request's claim spent one). A second approve matches nothing:
+    the step is no longer parked, or (parked again by its own action) approved already."""
+    outcome = await conn.execute(
+        sa.update(steps)
+        .where(steps.c.id == step_id, guards.parked, steps.c.approved_at.is_(None), guards.run_not_ended)
+        .values(
+            status=StepStatus.PENDING,
+            attempts=0,
+            due_at=now,
+            approved_by_id=actor.id if actor else None,
+            approved_by_name=actor.name[:100] if actor else "staff",
+            approved_at=now,
+            result=result,
+            **guards.released(now),
         )
     )
     return outcome.rowcount == 1

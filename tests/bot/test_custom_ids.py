@@ -10,12 +10,21 @@ import pytest
 
 from bot import custom_ids
 from bot.app import EventBot
+from bot.cogs.approvals._cog import ApprovalButton
 from bot.cogs.control._cog import StartAnyway
 from bot.cogs.cues._cog import CueButton
 from bot.cogs.players._cog import LeaveButton, PageButton
 from bot.cogs.publishing._drafts import Drafts
 from bot.cogs.publishing._flow import PublishButton
-from bot.custom_ids import CuePress, EventsLeave, EventsPage, PublishPress, StartAnywayPress, parse
+from bot.custom_ids import (
+    ApprovalPress,
+    CuePress,
+    EventsLeave,
+    EventsPage,
+    PublishPress,
+    StartAnywayPress,
+    parse,
+)
 
 PRESSES = [
     CuePress(2, "confirm"),
@@ -27,6 +36,8 @@ PRESSES = [
     EventsPage("u", 0),
     EventsPage("m", 9999),
     EventsLeave(10**18, 3),
+    ApprovalPress(2, "approve"),
+    ApprovalPress(2**63 - 1, "skip"),
 ]
 
 
@@ -48,6 +59,7 @@ def test_each_custom_id_is_read_back_as_what_built_it(press: custom_ids.Press) -
         "cue:2:confirm:x",
         "evpage:x:1",
         "evleave:1",
+        "evappr:2:confirm",
     ],
 )
 def test_an_id_the_bot_did_not_make_is_none_of_its_presses(custom_id: str | None) -> None:
@@ -61,6 +73,7 @@ def test_the_buttons_match_presses_with_the_templates_of_custom_ids() -> None:
         (PublishButton, PublishPress),
         (PageButton, EventsPage),
         (LeaveButton, EventsLeave),
+        (ApprovalButton, ApprovalPress),
     ):
         template: re.Pattern[str] = item.__discord_ui_compiled_template__
         assert template.pattern == kind.TEMPLATE, item.__name__

@@ -95,6 +95,47 @@ def test_the_invasion_shows_what_players_and_gms_would_see_at_virtual_times(cli:
     assert out.count("(a rehearsal: nothing is sent)") == 3
 
 
+def test_a_step_waiting_for_an_approval_shows_the_wait_and_is_answered_as_a_cue(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Risk decides (issue 29 item 4): with ``approve_from: moderate`` the invasion's webhook step
+    waits for staff; the transcript shows the card and the wait, ``--cues confirm`` approves it,
+    and only then is the webhook shown, once per run. ``--cues skip`` skips it: never shown."""
+    config = write_yaml(tmp_path / "config.yaml", {"approve_from": "moderate"})
+    result = cli("rehearse", INVASION, "--config", config, "--cues", "confirm")
+    out = result.out
+    assert result.code == 0, out
+    assert out.count("approval needed in the staff log: ") == 3
+    assert out.count("runs webhook.post (moderate)") == 3
+    assert out.count("[ Approve ]  [ Skip ]") == 3
+    assert out.count("is waiting for staff to approve or skip it") == 3
+    assert out.count("approved by rehearsal") == 3
+    assert out.count("would post to webhook rewards: {") == 3
+    first_wait = out.index("is waiting for staff to approve or skip it")
+    assert first_wait < out.index("would post to webhook rewards: {"), "the wait comes before the post"
+    skipped = cli("rehearse", INVASION, "--config", config, "--cues", "skip")
+    assert skipped.code == 0, skipped.out
+    assert skipped.out.count("is waiting for staff to approve or skip it") == 3
+    assert "would post to webhook rewards" not in skipped.out
+
+
+def test_cues_ask_asks_staff_to_approve_a_step_waiting_for_an_approval(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--cues ask`` asks about an approval as about a cue, in staff's words: c approves it (the
+    webhook is then shown), s skips it (never shown)."""
+    config = write_yaml(tmp_path / "config.yaml", {"approve_from": "moderate"})
+    monkeypatch.setattr(sys, "stdin", io.StringIO("c\nc\nc\nc\ns\ns\n"))
+    result = cli("rehearse", INVASION, "--config", config, "--cues", "ask")
+    assert result.code == 0, result.out
+    asked = re.findall(
+        r"Staff for run \d \w+, approve step \d+ \(Send the Shadow Shards\): \[c\]onfirm", result.out
+    )
+    assert len(asked) == 3
+    assert result.out.count("approved by rehearsal") == 1 and result.out.count("skipped by rehearsal") == 2
+    assert result.out.count("would post to webhook rewards: {") == 1
+
+
 def test_a_delivery_is_printed_after_its_run_started_and_before_its_step_is_done(cli: Cli) -> None:
     """The console prints a message where it happened in the run's story, not in the order the
     tick happened to write it."""

@@ -18,7 +18,7 @@ from runner.migrate import alembic_config, current_revision, drift, upgrade
 from runner.schema import run_log, runs, steps
 from runner.sql import runs as runs_sql
 
-HEAD = "0017"
+HEAD = "0018"
 # What each revision after 0006 adds: a database at an earlier revision lacks these too.
 ADDED_BY = {
     "0007": {
@@ -60,6 +60,11 @@ ADDED_BY = {
         ("add_table", "event_reminder_dms"),
         ("add_table", "member_dm_settings"),
         ("add_index", "idx_evremdm_open"),
+    },
+    "0018": {
+        ("add_column", "event_run_steps.approved_by_id"),
+        ("add_column", "event_run_steps.approved_by_name"),
+        ("add_column", "event_run_steps.approved_at"),
     },
 }
 

@@ -132,7 +132,7 @@ def test_every_reference_problem_is_listed_each_naming_its_key(tmp_path: Path) -
         "gm_channel: 'gm' is not one of the channel aliases in 'channels'",
         "sandbox_channel: 'play' is not one of the channel aliases in 'channels'",
         "permissions.start: 'admins' is not one of the role aliases in 'roles'",
-        "permissions.launch: unknown capability (use start, control, cue, rehearse, publish, signups)",
+        "permissions.launch: unknown capability (use start, control, cue, rehearse, publish, signups, approve)",
         "announce.allowed_ping_roles: 'everyone-ish' is not one of the role aliases in 'roles'",
     ]
     assert problems_of(write_yaml(tmp_path / "z.yaml", {"channels": {"zero": 0}})) == [
@@ -279,3 +279,23 @@ def test_defect_an_unknown_key_with_a_colon_in_it_read_as_two_fields(tmp_path: P
     assert any(p.startswith("'news: gm': unknown key") for p in refused.value.problems), (
         refused.value.problems
     )
+
+
+def test_approvals_default_to_destructive_in_the_staff_log_and_refuse_an_unknown_threshold_or_channel(
+    tmp_path: Path,
+) -> None:
+    """Risk decides (issue 29 item 4): ``approve_from`` is destructive unless set, the card goes
+    to ``approval_channel``, else the staff log, else the GM channel; a threshold or a channel
+    the bot does not know is refused naming its key."""
+    config = load(write_yaml(tmp_path / "a.yaml", GOOD), {})
+    assert config.approve_from == "destructive" and config.approvals_channel == "gm-cues"
+    with_log = load(write_yaml(tmp_path / "b.yaml", {**GOOD, "staff_log_channel": "announcements"}), {})
+    assert with_log.approvals_channel == "announcements"
+    chosen = {**GOOD, "approval_channel": "gm-cues", "staff_log_channel": "announcements"}
+    assert load(write_yaml(tmp_path / "c.yaml", chosen), {}).approvals_channel == "gm-cues"
+    bad = {**GOOD, "approve_from": "sometimes", "approval_channel": "vault"}
+    problems = problems_of(write_yaml(tmp_path / "d.yaml", bad))
+    assert any(p.startswith("approve_from: ") for p in problems), problems
+    assert problems_of(write_yaml(tmp_path / "e.yaml", {**GOOD, "approval_channel": "vault"})) == [
+        "approval_channel: 'vault' is not one of the channel aliases in 'channels'"
+    ]

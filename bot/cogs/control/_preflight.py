@@ -16,7 +16,7 @@ from bot.errors import BotError
 from runner import views
 from runner.definitions import EventDefinition
 from runner.errors import Problem
-from runner.preflight import preflight, thread_targets
+from runner.preflight import needing_approval, preflight, thread_targets
 from wiring.config import Config
 from wiring.services import Services
 
@@ -63,6 +63,7 @@ async def check_start(
         )
         problems += await thread_problems(services.delivery, definition)
         problems += attendee_role_problems(services.delivery, definition)
+        problems += await approval_problems(services, config, definition)
     token = ALL_SCOPES if scope is None or scope not in scopes else str(scopes.index(scope))
     return StartCheck(key, definition.title, current.version_id, token, problems)
 
@@ -99,6 +100,36 @@ async def thread_problems(
             Problem(message, phase=target.phase, step=target.step)
             for message in await delivery.check_thread_channel(where)
         )
+    return problems
+
+
+async def approval_problems(
+    services: Services[DiscordDelivery], config: Config, definition: EventDefinition
+) -> list[Problem]:
+    """A step that will wait for an approval nobody may give, or whose card has nowhere to go."""
+    waiting = needing_approval(services.registry, definition, config.approve_from)
+    problems = []
+    if waiting and not config.roles_for("approve"):
+        problems += [
+            Problem(
+                f"{each.action} waits for a staff approval (approve_from: {config.approve_from}), and no role "
+                "may approve (set permissions.approve in the bot's config)",
+                phase=each.phase,
+                step=each.step,
+            )
+            for each in waiting
+        ]
+    channel = config.approvals_channel
+    if waiting and channel is None:
+        problems.append(
+            Problem(
+                "no channel for approval cards: set approval_channel or staff_log_channel",
+                field="approval_channel",
+            )
+        )
+    elif waiting and channel is not None:
+        found = await services.delivery.check_channel(channel)
+        problems += [Problem(message, field="approval_channel") for message in found]
     return problems
 
 

@@ -20,6 +20,7 @@ from bot.rendering import (
     step_icon,
     timestamp,
 )
+from runner.approvals import asks_approval
 from runner.errors import Problem
 from runner.schedule import Upcoming
 from runner.states import CleanupStatus, Health, RunStatus, StepStatus
@@ -31,7 +32,11 @@ from wiring.run_text import last_error_text, pruned_text
 def _step_line(step: StepView) -> str:
     icon = step_icon(step)
     ident = f"`{step.id}`" if step.id is not None else "`–`"
-    words = "waiting for a GM" if step.parked else step.status
+    words = (
+        ("waiting for staff approval" if asks_approval(step.result) else "waiting for a GM")
+        if step.parked
+        else step.status
+    )
     line = f"{icon} {ident} {clip(step.label, 80)} — {words}"
     if step.status == StepStatus.PENDING and step.due_at is not None:
         line += f", due {timestamp(step.due_at)}"

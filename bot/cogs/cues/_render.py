@@ -17,8 +17,10 @@ import discord
 
 from actions import limits
 from actions.delivery import Cue
+from bot.cogs.approvals._render import approval_view
 from bot.custom_ids import AttendancePage, CuePress, CueVerb
 from bot.rendering import REHEARSAL_MARK, clip, fit, timestamp
+from runner.approvals import asks_approval
 from runner.controls import CueRef
 from runner.states import Control, StepStatus
 from runner.views import step_name
@@ -114,8 +116,10 @@ async def mark_settled(bot: discord.Client, refs: tuple[CueRef, ...], text: str)
             continue
         channel = bot.get_partial_messageable(int(posted["channel_id"]))
         try:
+            # A step parked on its approval request keeps its own (Approve / Skip) buttons.
+            view = approval_view if asks_approval(ref.result) else cue_view
             await channel.get_partial_message(int(posted["message_id"])).edit(
-                content=text, view=cue_view(ref.step_id, disabled=True), allowed_mentions=NO_MENTIONS
+                content=text, view=view(ref.step_id, disabled=True), allowed_mentions=NO_MENTIONS
             )
             edited += 1
         except discord.HTTPException as exc:

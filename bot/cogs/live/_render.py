@@ -65,6 +65,8 @@ def action_words(what: Control) -> str:
             return "Skipped"
         case Control.CONFIRM:
             return "Confirmed"
+        case Control.APPROVE:
+            return "Approved"
         case _:
             assert_never(what)
 
@@ -83,6 +85,8 @@ def waiting_line(waiting: Waiting, step: str | None) -> str:
     step_text = step or "the step"
     if kind is WaitKind.GM:
         return f"✋ Waiting for a GM to press Confirm on {step_text}"
+    if kind is WaitKind.APPROVAL:
+        return f"🔒 Waiting for staff to approve {step_text} (its action is risky)"
     if kind is WaitKind.WAIT and waiting.until is not None:
         return (
             f"⏳ Waiting until {timestamp(waiting.until, 'T')} ({timestamp(waiting.until)}), then {step_text}"

@@ -136,6 +136,7 @@ LOGGED_EVENTS: tuple[type[history.Event], ...] = (
     history.RunMoved,
     history.StepConfirmed,
     history.StepSkipped,
+    history.StepApproved,
     history.StepRequeued,
     history.StepFailed,
     history.StepRetry,
@@ -197,6 +198,10 @@ def _words(entry: history.Entry, run: RunView | None) -> Said | None:
         case history.StepSkipped(note=note):
             group = f"had {_what_step(run, entry.step_id)} skipped by {actor}"
             return Said("⏭️", f": {step} skipped by {actor}{_note(note)}", group, step_link=True)
+        case history.StepApproved(action=action, risk=risk):
+            group = f"had {_what_step(run, entry.step_id)} approved by {actor}"
+            what = f"{step} ({action}, {risk})" if risk else f"{step} ({action})"
+            return Said("🔓", f": {what} approved by {actor}; it runs now", group, step_link=True)
         case history.StepRequeued(previous_error=error):
             why = f" (it had failed: {clip(error, 300)})" if error else ""
             group = f"retried {_what_step(run, entry.step_id)} by {actor}"
