@@ -8,11 +8,12 @@ from collections.abc import Mapping
 from actions.core import wait_action
 from actions.delivery import Delivery
 from actions.messaging import Describe, announce_action, cue_action
+from actions.rcon import rcon_action
 from actions.signup import NoSignups, SignupStore, signup_action
 from actions.threads import RecordingThreads, ThreadStore, thread_action
 from actions.webhook import webhook_action
 from runner.registry import ActionRegistry
-from wiring.game_targets import WebhookTarget
+from wiring.game_targets import RconServer, WebhookTarget
 
 
 def build_registry(
@@ -21,6 +22,7 @@ def build_registry(
     threads: ThreadStore | None = None,
     signups: SignupStore | None = None,
     webhooks: Mapping[str, WebhookTarget] | None = None,
+    rcon: Mapping[str, RconServer] | None = None,
 ) -> ActionRegistry:
     """``threads``: where a run's threads are recorded (the database's ``bridge.threads.RunThreads``
     for a runner; in memory for checking definitions, which runs nothing). ``signups``: where a
@@ -31,9 +33,10 @@ def build_registry(
     registry.register("threads", [thread_action(delivery, describe, threads or RecordingThreads())])
     registry.register("signups", [signup_action(delivery, describe, signups or NoSignups())])
     # ``webhooks``: the config's targets by alias (none: a step naming one fails at preflight).
-    registry.register(
-        "webhook", [webhook_action(webhooks or {}, describe, rehearsed=getattr(delivery, "would_send", None))]
-    )
+    rehearsed = getattr(delivery, "would_send", None)
+    registry.register("webhook", [webhook_action(webhooks or {}, describe, rehearsed=rehearsed)])
+    # ``rcon``: the config's game servers by alias (none: a step naming one fails at preflight).
+    registry.register("rcon", [rcon_action(rcon or {}, describe, rehearsed=rehearsed)])
     return registry
 
 

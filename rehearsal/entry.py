@@ -86,6 +86,7 @@ async def rehearse(
                 owner=ACTOR.name,
                 # A rehearsal run sends nothing to them: the step says what it would send.
                 webhooks=config.webhooks,
+                rcon=config.rcon,
             )
             rehearsal = Rehearsal(
                 services,
@@ -193,6 +194,7 @@ async def resume_rehearsals(
             settings=REHEARSAL_SETTINGS,
             owner=ACTOR.name,
             webhooks=config.webhooks,
+            rcon=config.rcon,
         )
         rehearsal = Rehearsal(
             services,
