@@ -90,9 +90,11 @@ def test_the_invasion_shows_what_players_and_gms_would_see_at_virtual_times(cli:
     assert re.search(r"^\[\+00:10:00\] run \d aurora: announcement in #announcements, no ping$", out, re.M)
     assert re.search(r"^\[\+00:25:00\] run \d borealis: GM cue in", out, re.M)
     assert re.search(r"^\[\+00:30:00\] run \d celestia: completed \(health ok\)$", out, re.M)
-    # The reward reaches the game through a webhook: shown, never sent (issue 29 item 6).
+    # The Warlord is spawned over RCON once its cue is confirmed, and the reward reaches the game
+    # through a webhook: both shown, never sent (issue 29 item 6).
+    assert out.count("would send to rcon game: /spawn shadow-warlord gate-north") == 3
     assert out.count("would post to webhook rewards: {") == 3
-    assert out.count("(a rehearsal: nothing is sent)") == 3
+    assert out.count("(a rehearsal: nothing is sent)") == 6
 
 
 def test_a_delivery_is_printed_after_its_run_started_and_before_its_step_is_done(cli: Cli) -> None:
@@ -147,7 +149,9 @@ def test_cues_skip_skips_every_cue_and_the_event_carries_on(cli: Cli) -> None:
     assert "confirmed by" not in result.out
     # The Warlord's cue skipped: its arrival is not announced, the retreat is, and why is shown.
     assert "has appeared" not in result.out and result.out.count("falls back from") == 3
-    assert result.out.count("skipped: runs only when cue 'Bring out the Shadow Warlord' is confirmed") == 3
+    # Neither the spawn nor the call to arms: two steps wait on the confirm, in each of 3 worlds.
+    assert result.out.count("skipped: runs only when cue 'Bring out the Shadow Warlord' is confirmed") == 6
+    assert "would send to rcon" not in result.out
 
 
 def test_cues_ask_reads_each_answer_and_asks_again_when_it_is_not_understood(
