@@ -23,10 +23,12 @@ def build_registry(
     signups: SignupStore | None = None,
     webhooks: Mapping[str, WebhookTarget] | None = None,
     rcon: Mapping[str, RconServer] | None = None,
+    secrets: Mapping[str, str] | None = None,
 ) -> ActionRegistry:
     """``threads``: where a run's threads are recorded (the database's ``bridge.threads.RunThreads``
     for a runner; in memory for checking definitions, which runs nothing). ``signups``: where a
-    run's sign-up list is read (``runner.signups.RunSignups`` for a runner; none for checking)."""
+    run's sign-up list is read (``runner.signups.RunSignups`` for a runner; none for checking).
+    ``secrets``: where the game targets' secrets are read (the process's environment when None)."""
     registry = ActionRegistry()
     registry.register("core", [wait_action()])
     registry.register("messaging", [announce_action(delivery, describe), cue_action(delivery, describe)])
@@ -34,9 +36,11 @@ def build_registry(
     registry.register("signups", [signup_action(delivery, describe, signups or NoSignups())])
     # ``webhooks``: the config's targets by alias (none: a step naming one fails at preflight).
     rehearsed = getattr(delivery, "would_send", None)
-    registry.register("webhook", [webhook_action(webhooks or {}, describe, rehearsed=rehearsed)])
+    registry.register(
+        "webhook", [webhook_action(webhooks or {}, describe, environ=secrets, rehearsed=rehearsed)]
+    )
     # ``rcon``: the config's game servers by alias (none: a step naming one fails at preflight).
-    registry.register("rcon", [rcon_action(rcon or {}, describe, rehearsed=rehearsed)])
+    registry.register("rcon", [rcon_action(rcon or {}, describe, environ=secrets, rehearsed=rehearsed)])
     return registry
 
 
