@@ -3,12 +3,17 @@ kept on the step and shown in the staff log line of that step, on one line, with
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
+from bot.cogs.staff_log._lines import log_line
+from runner.views import PhaseView, RunView, StepView
 from tests.actions.test_rcon import PASSWORD, Game
 from tests.bot.conftest import TICK, Sim
+from tests.bot.test_rendering import NAME, RUN, entry
 from tests.bot.test_staff_log import log_lines, words
 from tests.support.definitions import event, phase, step, wait
 from wiring.game_targets import RconServer
@@ -58,4 +63,28 @@ async def test_the_staff_log_shows_the_command_and_the_servers_reply(
     assert said[0].endswith(
         "(Bring out the Warlord) sent `/spawn shadow-warlord gate-north` to rcon survival; "
         "it answered “Summoned new Shadow Warlord at gate-north”"
+    )
+
+
+def _run_with(result: dict[str, Any] | None) -> RunView:
+    spawn = StepView(
+        9, "battle", 1, "Spawn the Warlord", "rcon.command", "done", False, None, 1, None, None, result
+    )
+    return dataclasses.replace(RUN, phases=[PhaseView("battle", "Battle", True, [spawn])])
+
+
+def test_a_rehearsal_run_says_what_it_would_have_sent_and_an_unread_result_says_nothing() -> None:
+    """A rehearsal in Discord connects to nothing: its line says so. A step whose result is gone
+    (pruned by retention) or is not the action's shape gets no line rather than a broken one."""
+    done = entry("step.done", line_step=9, action="rcon.command", attempts=1)
+    rehearsed = _run_with({"would_send": "survival", "command": "/spawn shadow-warlord gate-north"})
+    assert log_line(done, rehearsed) == (
+        f"🎮 {NAME}: step 9 (Spawn the Warlord) would have sent `/spawn shadow-warlord gate-north` to rcon survival"
+    )
+    assert log_line(done, _run_with(None)) is None
+    assert log_line(done, _run_with({"unexpected": True})) is None
+    silent = _run_with({"server": "survival", "command": "say `hi`", "reply": ""})
+    assert (
+        log_line(done, silent)
+        == f"🎮 {NAME}: step 9 (Spawn the Warlord) sent `say 'hi'` to rcon survival; it answered nothing"
     )
