@@ -12,11 +12,12 @@ from actions.core import wait_action
 from actions.delivery import Delivery
 from actions.messaging import Describe, announce_action, cue_action
 from actions.plugins import stage_plugins
+from actions.rcon import rcon_action
 from actions.signup import NoSignups, SignupStore, signup_action
 from actions.threads import RecordingThreads, ThreadStore, thread_action
 from actions.webhook import webhook_action
 from runner.registry import ActionRegistry
-from wiring.game_targets import WebhookTarget
+from wiring.game_targets import RconServer, WebhookTarget
 
 
 def build_registry(
@@ -25,10 +26,13 @@ def build_registry(
     threads: ThreadStore | None = None,
     signups: SignupStore | None = None,
     webhooks: Mapping[str, WebhookTarget] | None = None,
+    rcon: Mapping[str, RconServer] | None = None,
+    secrets: Mapping[str, str] | None = None,
 ) -> ActionRegistry:
     """``threads``: where a run's threads are recorded (the database's ``bridge.threads.RunThreads``
     for a runner; in memory for checking definitions, which runs nothing). ``signups``: where a
-    run's sign-up list is read (``runner.signups.RunSignups`` for a runner; none for checking)."""
+    run's sign-up list is read (``runner.signups.RunSignups`` for a runner; none for checking).
+    ``secrets``: where the game targets' secrets are read (the process's environment when None)."""
     registry = ActionRegistry()
     registry.register("core", [wait_action()])
     registry.register("messaging", [announce_action(delivery, describe), cue_action(delivery, describe)])
@@ -36,9 +40,12 @@ def build_registry(
     registry.register("signups", [signup_action(delivery, describe, signups or NoSignups())])
     registry.register("reminders", [attendee_dms_action(delivery, describe)])
     # ``webhooks``: the config's targets by alias (none: a step naming one fails at preflight).
+    rehearsed = getattr(delivery, "would_send", None)
     registry.register(
-        "webhook", [webhook_action(webhooks or {}, describe, rehearsed=getattr(delivery, "would_send", None))]
+        "webhook", [webhook_action(webhooks or {}, describe, environ=secrets, rehearsed=rehearsed)]
     )
+    # ``rcon``: the config's game servers by alias (none: a step naming one fails at preflight).
+    registry.register("rcon", [rcon_action(rcon or {}, describe, environ=secrets, rehearsed=rehearsed)])
     # Last: a plugin may not take an id a built-in has. One refused is in ``registry.refused``.
     stage_plugins(registry, delivery, describe)
     return registry

@@ -108,6 +108,7 @@ class EventBot(commands.Bot):
             owner=owner,
             drive_starts=True,
             webhooks=config.webhooks,
+            rcon=config.rcon,
         )
         # Another process may share token and database: interactions are claimed, work leased.
         process = self.services.runner.owner

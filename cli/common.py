@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -53,6 +54,11 @@ def load_config(path: str | None) -> Config:
     the built-in defaults. ``EVENTBOT_*`` environment variables override either."""
     config = config_module.load(config_path(path))
     logs.keep_secret(password_of(config.database_url))
+    # The game targets' secrets, in the variables the config names: hidden as the database
+    # password is, should a library's error or a debug line ever carry one.
+    named = [t.secret_env for t in config.webhooks.values()] + [s.password_env for s in config.rcon.values()]
+    for name in named:
+        logs.keep_secret(os.environ.get(name) if name else None)
     return config
 
 

@@ -107,7 +107,8 @@ class ConsoleDelivery:
         return posted
 
     async def would_send(self, run_id: int, step_id: int, scope: str, what: str) -> None:
-        """A step that reaches the game (a webhook) in a rehearsal: what it would have sent."""
+        """A step that reaches the game (a webhook, an RCON command) in a rehearsal: what it would
+        have sent."""
         self.console.emit_for_step(
             step_id,
             "delivery",

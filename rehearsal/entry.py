@@ -87,6 +87,7 @@ async def rehearse(
                 owner=ACTOR.name,
                 # A rehearsal run sends nothing to them: the step says what it would send.
                 webhooks=config.webhooks,
+                rcon=config.rcon,
             )
             rehearsal = Rehearsal(
                 services,
@@ -194,6 +195,7 @@ async def resume_rehearsals(
             settings=dataclasses.replace(REHEARSAL_SETTINGS, approve_from=config.approve_from),
             owner=ACTOR.name,
             webhooks=config.webhooks,
+            rcon=config.rcon,
         )
         rehearsal = Rehearsal(
             services,

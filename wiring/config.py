@@ -37,7 +37,7 @@ from wiring.config_sections import (
     RetentionSettings,
     Strict,
 )
-from wiring.game_targets import WebhookTarget
+from wiring.game_targets import RconServer, WebhookTarget
 
 ENV_PREFIX = "EVENTBOT_"
 TOKEN_ENV = "DISCORD_TOKEN"
@@ -182,6 +182,8 @@ class Config(Strict):
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     # The webhook receivers ``webhook.post`` steps name by alias (``wiring.game_targets``).
     webhooks: dict[Alias, WebhookTarget] = Field(default_factory=dict)
+    # The game servers ``rcon.command`` steps name by alias (``wiring.game_targets``).
+    rcon: dict[Alias, RconServer] = Field(default_factory=dict)
     tick_interval_seconds: Annotated[
         float,
         _bounded(

@@ -15,7 +15,7 @@ import dataclasses
 import datetime as dt
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,8 +83,23 @@ def checks_aliases(config: Config | None) -> bool:
     return config is not None and bool(config.channels or config.roles)
 
 
+class _EverySecretSet(Mapping[str, str]):
+    """The environment as a definition's check sees it. A game target's secret belongs to the
+    machine the bot runs on, not to the definition: ``validate`` on an author's laptop checks that
+    each target alias exists, and the preflight before a start checks the secret itself."""
+
+    def __getitem__(self, name: str) -> str:
+        return "set"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
 async def check_aliases(checked: Sequence[CheckedFile], config: Config) -> None:
-    """Every channel, ``gm_channel`` and ping role the valid definitions name, in their steps
+    """Every channel, ``gm_channel``, ping role and game target the valid definitions name, in their steps
     and their reminders, against the config. It is the preflight the bot runs before a start
     (``runner.preflight``: one walk of both), with the config's aliases (``wiring.aliases``) in
     Discord's place: the rehearsal's delivery refuses by the same rule when the step or the
@@ -93,7 +108,15 @@ async def check_aliases(checked: Sequence[CheckedFile], config: Config) -> None:
     async def no_context(run_id: int, step_id: int) -> None:
         return None
 
-    registry = build_registry(AliasCheckDelivery(config), no_context)
+    # The game targets too: a ``webhook.post`` or ``rcon.command`` naming an alias the config
+    # lacks is refused here, one the config has is not (it was refused whatever it named).
+    registry = build_registry(
+        AliasCheckDelivery(config),
+        no_context,
+        webhooks=config.webhooks,
+        rcon=config.rcon,
+        secrets=_EverySecretSet(),
+    )
     for item in checked:
         item.problems[:] = [_with_role_aliases(p, config) for p in item.problems]
         if item.definition is None:

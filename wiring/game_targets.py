@@ -1,14 +1,17 @@
-"""Where events reach the game: the webhook receivers a ``webhook.post`` step names by alias.
+"""Where events reach the game: the webhook receivers a ``webhook.post`` step names by alias, and
+the RCON servers an ``rcon.command`` step names by alias.
 
-A target is written in the config (``webhooks: {rewards: {url: ..., secret_env: ...}}``); its
-signing secret is read from the environment variable the config names, never from the file, so
-the config can be committed. A URL is http or https, with no credentials in it.
+A target is written in the config (``webhooks: {rewards: {url: ..., secret_env: ...}}``,
+``rcon: {survival: {host: ..., port: 25575, password_env: ...}}``); its secret is read from the
+environment variable the config names, never from the file, so the config can be committed. A
+URL is http or https, with no credentials in it.
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import re
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
@@ -47,3 +50,31 @@ class WebhookTarget(Strict):
         if raw.startswith(SECRET_PREFIX):
             return base64.b64decode(raw[len(SECRET_PREFIX) :])
         return raw.encode("utf-8")
+
+
+# An environment variable's name as a shell writes it (the config holds the name, never the value).
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class RconServer(Strict):
+    """A game server's Source RCON port (Minecraft's ``rcon.port``, 25575 by default)."""
+
+    host: str = Field(min_length=1, max_length=253)
+    port: int = Field(default=25575, ge=1, le=65535)
+    # The environment variable holding the RCON password (every RCON server asks for one).
+    password_env: str
+    # Seconds for connecting, logging in and the command's reply; cut to the step's budget.
+    timeout_seconds: float = Field(default=5.0, gt=0, le=30)
+
+    @field_validator("password_env")
+    @classmethod
+    def _env_name(cls, value: str) -> str:
+        if not _ENV_NAME.fullmatch(value):
+            raise ValueError(
+                "must be the name of an environment variable (letters, digits, _), not a password"
+            )
+        return value
+
+    def password(self, environ: Mapping[str, str] | None = None) -> str | None:
+        """The password, from the environment; None when the variable is unset or empty."""
+        return (environ if environ is not None else os.environ).get(self.password_env) or None

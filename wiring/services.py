@@ -26,7 +26,7 @@ from runner.engine import Runner, RunnerSettings
 from runner.registry import ActionRegistry
 from runner.signup_desk import SignupDesk
 from runner.signups import RunSignups
-from wiring.game_targets import WebhookTarget
+from wiring.game_targets import RconServer, WebhookTarget
 
 # The delivery a front end wired in, as its own type (the bot's is a DiscordDelivery).
 D = TypeVar("D", bound=Delivery)
@@ -55,6 +55,7 @@ def assemble(
     owner: str | None = None,
     drive_starts: bool = False,
     webhooks: Mapping[str, WebhookTarget] | None = None,
+    rcon: Mapping[str, RconServer] | None = None,
 ) -> Services[D]:
     """``make_delivery`` gets the step describer (for deliveries that render context themselves);
     a ready delivery is passed as ``lambda _: delivery``. ``drive_starts``: this process serves
@@ -64,7 +65,9 @@ def assemble(
     versions = VersionCache()
     describe = views.step_describer(engine, versions)
     delivery = make_delivery(describe)
-    registry = build_registry(delivery, describe, RunThreads(engine, clock), RunSignups(engine), webhooks)
+    registry = build_registry(
+        delivery, describe, RunThreads(engine, clock), RunSignups(engine), webhooks, rcon
+    )
     runner = Runner(
         engine,
         registry,

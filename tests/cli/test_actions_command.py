@@ -23,9 +23,11 @@ def test_every_built_in_action_is_listed_with_params_risk_undo_and_origin(cli: C
     assert set(listed) == {
         "core.wait",
         "discord.announce",
+        "discord.dm_attendees",
         "discord.signup",
         "discord.thread",
         "gm.cue",
+        "rcon.command",
         "webhook.post",
     }
     assert listed["core.wait"] == ["core.wait", "none", "none", "core", "required: duration"]

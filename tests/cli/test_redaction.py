@@ -19,7 +19,7 @@ import pytest
 import cli as cli_package
 from bot.app import database_shown
 from cli import logs
-from cli.common import CommandFailed, UsageError, checked_database, shown_url
+from cli.common import CommandFailed, UsageError, checked_database, load_config, shown_url
 from runner.db import DatabaseUrlError, check_url, create_engine
 from runner.redaction import MASK, Redactor, masked_url
 from tests.cli.conftest import Cli
@@ -141,3 +141,24 @@ def test_the_log_redactor_and_the_errors_share_one_list_of_secrets(
     logging.getLogger("sqlalchemy.pool").warning("password was s3cret-from-file")
     assert stream.getvalue().endswith("password was ***\n")
     assert logs.redacted("password was s3cret-from-file") == "password was ***"
+
+
+def test_a_game_servers_password_read_by_the_config_is_hidden_in_every_log_line(
+    configure: Configure,  # noqa: F811 (the fixture imported above)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The RCON password and the webhook secret live in variables the config names, not in a
+    variable the redactor knew of: once the config is read they are hidden like the database's."""
+    monkeypatch.setenv("EVENTBOT_GAME_RCON_PASSWORD", "rcon-pass-from-env")
+    monkeypatch.setenv("EVENTBOT_REWARDS_WEBHOOK_SECRET", "whsec_c2VjcmV0LWtleQ==")
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "rcon:\n  game: {host: mc.example.com, password_env: EVENTBOT_GAME_RCON_PASSWORD}\n"
+        "webhooks:\n  rewards: {url: 'https://game.example/hook', secret_env: EVENTBOT_REWARDS_WEBHOOK_SECRET}\n",
+        encoding="utf-8",
+    )
+    stream = configure(environ={})
+    load_config(str(config))
+    logging.getLogger("rcon").warning("login with rcon-pass-from-env and whsec_c2VjcmV0LWtleQ== failed")
+    assert stream.getvalue().endswith("login with *** and *** failed\n")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli.conftest import EXAMPLE_FILES, EXAMPLES, Cli, definition, write_yaml
+from tests.cli.conftest import EXAMPLE_CONFIG, EXAMPLE_FILES, EXAMPLES, Cli, definition, write_yaml
 from tests.support.definitions import event, phase, wait
 
 WAIT = wait("1m")
@@ -202,3 +202,21 @@ def test_slots_adding_up_past_the_overall_capacity_are_a_warning_not_a_refusal(
     signup["capacity"] = 8
     result = cli("validate", write_yaml(tmp_path / "raid.yaml", definition(WAIT, key="raid", signup=signup)))
     assert "warning" not in result.out
+
+
+def test_defect_validate_with_a_config_refused_every_game_step_and_now_refuses_only_an_unknown_alias(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The alias check built its registry without the config's game targets, so every
+    ``webhook.post`` and ``rcon.command`` step was refused as naming none (the invasion example
+    failed ``validate --config config.example.yaml``). A target alias is checked; its secret is
+    the bot machine's business, not the definition's, so an unset variable is not refused here."""
+    monkeypatch.delenv("EVENTBOT_GAME_RCON_PASSWORD", raising=False)
+    monkeypatch.delenv("EVENTBOT_REWARDS_WEBHOOK_SECRET", raising=False)
+    invasion = EXAMPLES / "invasion.yaml"
+    result = cli("validate", invasion, "--config", EXAMPLE_CONFIG)
+    assert result.code == 0, result.out
+    elsewhere = invasion.read_text(encoding="utf-8").replace("server: game", "server: creative")
+    result = cli("validate", write_yaml(tmp_path / "invasion.yaml", elsewhere), "--config", EXAMPLE_CONFIG)
+    assert result.code == 1
+    assert "phase 'battle', 4th step: no RCON server 'creative' in the config's rcon (game)" in result.out

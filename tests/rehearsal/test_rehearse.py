@@ -90,9 +90,11 @@ def test_the_invasion_shows_what_players_and_gms_would_see_at_virtual_times(cli:
     assert re.search(r"^\[\+00:10:00\] run \d aurora: announcement in #announcements, no ping$", out, re.M)
     assert re.search(r"^\[\+00:25:00\] run \d borealis: GM cue in", out, re.M)
     assert re.search(r"^\[\+00:30:00\] run \d celestia: completed \(health ok\)$", out, re.M)
-    # The reward reaches the game through a webhook: shown, never sent (issue 29 item 6).
+    # The Warlord is spawned over RCON once its cue is confirmed, and the reward reaches the game
+    # through a webhook: both shown, never sent (issue 29 item 6).
+    assert out.count("would send to rcon game: /spawn shadow-warlord gate-north") == 3
     assert out.count("would post to webhook rewards: {") == 3
-    assert out.count("(a rehearsal: nothing is sent)") == 3
+    assert out.count("(a rehearsal: nothing is sent)") == 6
 
 
 def test_a_step_waiting_for_an_approval_shows_the_wait_and_is_answered_as_a_cue(
@@ -105,16 +107,19 @@ def test_a_step_waiting_for_an_approval_shows_the_wait_and_is_answered_as_a_cue(
     result = cli("rehearse", INVASION, "--config", config, "--cues", "confirm")
     out = result.out
     assert result.code == 0, out
-    assert out.count("approval needed in the staff log: ") == 3
+    # Both of the invasion's game steps are moderate: the spawn (RCON) and the reward (webhook).
+    assert out.count("approval needed in the staff log: ") == 6
     assert out.count("runs webhook.post (moderate)") == 3
-    assert out.count("[ Approve ]  [ Skip ]") == 3
-    assert out.count("is waiting for staff to approve or skip it") == 3
-    assert out.count("approved by rehearsal") == 3
+    assert out.count("runs rcon.command (moderate)") == 3
+    assert out.count("[ Approve ]  [ Skip ]") == 6
+    assert out.count("is waiting for staff to approve or skip it") == 6
+    assert out.count("approved by rehearsal") == 6
     assert out.count("would post to webhook rewards: {") == 3
     first_wait = out.index("is waiting for staff to approve or skip it")
     assert first_wait < out.index("would post to webhook rewards: {"), "the wait comes before the post"
     skipped = cli("rehearse", INVASION, "--config", config, "--cues", "skip")
     assert skipped.code == 0, skipped.out
+    # The skipped GM cue means no spawn (its step runs only when the cue is confirmed).
     assert skipped.out.count("is waiting for staff to approve or skip it") == 3
     assert "would post to webhook rewards" not in skipped.out
 
@@ -125,14 +130,15 @@ def test_cues_ask_asks_staff_to_approve_a_step_waiting_for_an_approval(
     """``--cues ask`` asks about an approval as about a cue, in staff's words: c approves it (the
     webhook is then shown), s skips it (never shown)."""
     config = write_yaml(tmp_path / "config.yaml", {"approve_from": "moderate"})
-    monkeypatch.setattr(sys, "stdin", io.StringIO("c\nc\nc\nc\ns\ns\n"))
+    # Three GM cues, three spawns to approve, then the three rewards: approved, skipped, skipped.
+    monkeypatch.setattr(sys, "stdin", io.StringIO("c\nc\nc\nc\nc\nc\nc\ns\ns\n"))
     result = cli("rehearse", INVASION, "--config", config, "--cues", "ask")
     assert result.code == 0, result.out
     asked = re.findall(
         r"Staff for run \d \w+, approve step \d+ \(Send the Shadow Shards\): \[c\]onfirm", result.out
     )
     assert len(asked) == 3
-    assert result.out.count("approved by rehearsal") == 1 and result.out.count("skipped by rehearsal") == 2
+    assert result.out.count("approved by rehearsal") == 4 and result.out.count("skipped by rehearsal") == 2
     assert result.out.count("would post to webhook rewards: {") == 1
 
 
@@ -188,7 +194,9 @@ def test_cues_skip_skips_every_cue_and_the_event_carries_on(cli: Cli) -> None:
     assert "confirmed by" not in result.out
     # The Warlord's cue skipped: its arrival is not announced, the retreat is, and why is shown.
     assert "has appeared" not in result.out and result.out.count("falls back from") == 3
-    assert result.out.count("skipped: runs only when cue 'Bring out the Shadow Warlord' is confirmed") == 3
+    # Neither the spawn nor the call to arms: two steps wait on the confirm, in each of 3 worlds.
+    assert result.out.count("skipped: runs only when cue 'Bring out the Shadow Warlord' is confirmed") == 6
+    assert "would send to rcon" not in result.out
 
 
 def test_cues_ask_reads_each_answer_and_asks_again_when_it_is_not_understood(

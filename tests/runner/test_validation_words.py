@@ -263,7 +263,7 @@ def test_an_unknown_action_suggests_the_near_one(capsys: pytest.CaptureFixture[s
         "phase 'main', 1st step, field 'action': unknown action 'discord.anounce'; did you mean "
         "'discord.announce'? (known: core.wait (Wait), discord.announce (Announce in a channel), "
         "discord.dm_attendees (A reminder's DM to each attendee), discord.signup (Post the sign-up message), discord.thread (Start a thread on the announcement), gm.cue (Cue a game master), "
-        "webhook.post (Post to a webhook))"
+        "rcon.command (Send an RCON command), webhook.post (Post to a webhook))"
     ]
 
 

@@ -16,7 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from actions import limits
-from bot.cogs.staff_log._said import Said, after_attempts, cleanup_words, signup_words, staff_signup_words
+from bot.cogs.staff_log._said import (
+    GAME_ACTIONS,
+    Said,
+    after_attempts,
+    cleanup_words,
+    game_words,
+    signup_words,
+    staff_signup_words,
+)
 from bot.rendering import clip, person, run_name, timestamp
 from runner import history
 from runner.definitions import shown_duration
@@ -151,6 +159,14 @@ LOGGED_EVENTS: tuple[type[history.Event], ...] = (
 )
 
 
+def logged(event: history.Event) -> bool:
+    """Whether ``word`` may say something of it: every other entry is not worth reading its run
+    for (a 500-scope start writes 500 of them). Of the steps done, only a game's reply is said."""
+    if isinstance(event, history.StepDone):
+        return event.action in GAME_ACTIONS
+    return isinstance(event, LOGGED_EVENTS)
+
+
 def _lead(before: float | None) -> str:
     return f"the reminder {shown_duration(before)} before" if before else "a reminder"
 
@@ -192,6 +208,9 @@ def _words(entry: history.Entry, run: RunView | None) -> Said | None:
     actor = person(entry.actor) if entry.actor else "staff"
     step = _step_label(run, entry.step_id)
     match entry.event:
+        case history.StepDone(action=action) if action in GAME_ACTIONS:
+            done = _step(run, entry.step_id)
+            return game_words(done.result if done else None, step)
         case history.StepConfirmed(note=note):
             group = f"had {_what_step(run, entry.step_id)} confirmed by {actor}"
             return Said("☑️", f": {step} confirmed by {actor}{_note(note)}", group, step_link=True)

@@ -62,7 +62,7 @@ import discord
 
 from bot.background import Background, LeasedLoop
 from bot.cogs.staff_log._bursts import summarise
-from bot.cogs.staff_log._lines import LOGGED_EVENTS, Line, Link, batch, fold, latest_post, word
+from bot.cogs.staff_log._lines import Line, Link, batch, fold, latest_post, logged, word
 from bot.errors import DATABASE_ERRORS
 from bot.work_lease import WorkLease
 from bridge.exclusive import Taken
@@ -284,7 +284,7 @@ class StaffLog(LeasedLoop):
         runs: dict[int, RunView | None] = {}
         worded = []
         for entry in entries:
-            if not isinstance(entry.event, LOGGED_EVENTS):
+            if not logged(entry.event):
                 continue  # not worth reading its run for (a 500-scope start writes 500 of these)
             run_id = entry.run_id
             if run_id not in runs:

@@ -54,6 +54,34 @@ def cleanup_words(
             return Said("🧹", f": cleanup {verdict}", f"cleanup {verdict}")
 
 
+# Steps done that staff are told of, with what the game answered (``game_words``).
+GAME_ACTIONS = ("rcon.command",)
+
+
+def _one_line(text: str, size: int) -> str:
+    """A game's words on one staff-log line (lines are packed and split by line breaks)."""
+    return clip(" ".join(text.split()).replace("`", "'"), size)
+
+
+def game_words(result: dict[str, Any] | None, step: str) -> Said | None:
+    """A command a step sent to a game server, and the server's reply (``actions.rcon``)."""
+    if not isinstance(result, dict):
+        return None
+    server, command = str(result.get("server") or ""), _one_line(str(result.get("command") or ""), 200)
+    if "would_send" in result:
+        where = str(result["would_send"])
+        return Said(
+            "🎮", f": {step} would have sent `{command}` to rcon {where}", f"would send to rcon {where}"
+        )
+    if not server:
+        return None
+    reply = _one_line(str(result.get("reply") or ""), 300)
+    answered = f"it answered “{reply}”" if reply else "it answered nothing"
+    return Said(
+        "🎮", f": {step} sent `{command}` to rcon {server}; {answered}", f"sent a command to rcon {server}"
+    )
+
+
 def staff_signup_words(event: history.SignupChangedByStaff, actor: str) -> Said:
     """Staff added, moved or removed a member (``/event signups``)."""
     who = person(history.Actor(event.member_id, event.member_name))
