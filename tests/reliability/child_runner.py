@@ -44,6 +44,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from actions.webhook import webhook_action
 from runner.clock import utcnow
 from runner.db import CONFLICTS, create_engine, is_sqlite
 from runner.engine import Runner, RunnerSettings
@@ -51,10 +52,13 @@ from runner.loop import RunnerLoop
 from runner.registry import Action, ActionRegistry, Envelope
 from runner.schema import steps
 from tests.support.actions import build_action
+from wiring.game_targets import WebhookTarget
 
 ANNOUNCE = "rel.announce"
 WAIT = "rel.wait"
 CUE = "rel.cue"
+# Where ``--webhook-url``'s signing secret is read from (the parent sets it).
+WEBHOOK_SECRET_ENV = "RELIABILITY_WEBHOOK_SECRET"
 # A reminder's action is fixed (``runner.definitions.REMINDER_ACTION``): this journals it too.
 REMINDER = "discord.announce"
 
@@ -177,6 +181,15 @@ def build_registry(journal: Journal, probe: AsyncEngine, args: argparse.Namespac
             action(REMINDER, ReminderParams, remind),
         ],
     )
+    if args.webhook_url:
+        # The real ``webhook.post``, to the parent's receiver as the target ``game``, signed with
+        # the secret the parent put in this process's environment.
+        target = WebhookTarget(url=args.webhook_url, secret_env=WEBHOOK_SECRET_ENV)
+
+        async def no_context(run_id: int, step_id: int) -> None:
+            return None
+
+        registry.register("webhook", [webhook_action({"game": target}, no_context, budget_ms=args.budget_ms)])
     return registry
 
 
@@ -216,6 +229,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--reminder-hang", type=float, default=0.0, help="a reminder waits this before delivering"
     )
+    parser.add_argument("--webhook-url", default=None, help="webhook.post's target 'game' posts here")
     return parser.parse_args(argv)
 
 
