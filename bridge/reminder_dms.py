@@ -26,13 +26,23 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bridge.sql import reminder_dms as sql
-from runner.states import RunStatus
+from runner.bus import Event
+from runner.states import DmGivenUp, RunStatus
+
+
+@dataclass(frozen=True)
+class AttendeeDmsQueued(Event):
+    """A reminder's DMs were written to be sent: the sending loop passes now, rather than at its
+    interval (which is how it finds what another process wrote, and what waits for a retry)."""
+
+    run_id: int
+
 
 LEASE_SECONDS = 30.0
 RETRY_SECONDS = 60.0
 MAX_ATTEMPTS = 3
-DROPPED = "dropped"
-FAILED = "failed"
+DROPPED = DmGivenUp.DROPPED
+FAILED = DmGivenUp.FAILED
 STARTED_NOTE = "not sent before the event started"
 OFF_NOTE = "the member turned reminders off"
 

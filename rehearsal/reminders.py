@@ -12,7 +12,7 @@ from runner.definitions import REMINDERS_PHASE, reminder_action
 from runner.dispatch import perform
 from runner.registry import Envelope
 from runner.reminder_rules import reminder_label
-from runner.states import ActionOutcome
+from runner.states import ActionOutcome, StepStatus
 
 if TYPE_CHECKING:
     from rehearsal.session import Rehearsal
@@ -87,6 +87,6 @@ async def _send_reminder(rehearsal: Rehearsal, seq: int, scope: str, starts_at: 
         "reminder",
         f"{name} FAILED: {error} (live, it would not be sent; the event would start all the same)",
         **record,
-        outcome="failed",
+        outcome=StepStatus.FAILED.value,  # a live reminder is a step: it would end so
         error=error,
     )

@@ -259,6 +259,14 @@ class CleanupStatus(enum.StrEnum):
     FAILED = "failed"
 
 
+class DmGivenUp(enum.StrEnum):
+    """How a reminder's DM to a member ended without reaching them (``event_reminder_dms``):
+    dropped (the event started, or they turned reminders off) or failed after its attempts."""
+
+    DROPPED = "dropped"
+    FAILED = "failed"
+
+
 class UndoStatus(enum.StrEnum):
     """One entry of a run's cleanup ledger: recorded when its step succeeded, run (each once) in
     reverse order by a cancel with cleanup; ``manual`` entries are listed for staff instead."""

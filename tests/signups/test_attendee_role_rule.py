@@ -32,8 +32,9 @@ def test_defect_signup_role_escalation_a_capability_role_is_refused_by_validate_
     asyncio.run(check_aliases(checked, config))
     found = [str(p) for p in checked[0].problems]
     assert any(
-        "'signup.attendee_role': role 'staff' is a bot staff role (permissions.control, permissions.cue, "
-        "permissions.publish, permissions.rehearse, permissions.signups, permissions.start)" in line
+        "'signup.attendee_role': role 'staff' is a bot staff role (permissions.approve, permissions.control, "
+        "permissions.cue, permissions.publish, permissions.rehearse, permissions.signups, permissions.start)"
+        in line
         for line in found
     ), found
 

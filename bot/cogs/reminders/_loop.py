@@ -1,6 +1,8 @@
 """The reminders to attendees, sent by direct message, in a loop of their own
-(``bot.background.LeasedLoop``, woken after every tick and drive, since a reminder falls due in
-one), under the ``reminder-dms`` work lease so one process sends.
+(``bot.background.LeasedLoop``, woken when this process writes a reminder's DMs, else at its
+interval), under the ``reminder-dms`` work lease so one process sends. It is not woken by every
+tick: a pass takes the lease and reads the outbox, which a burst of hundreds of runs starting at
+once (each drive a wake) would pay for nothing.
 
 Each row (``bridge.reminder_dms``: one per member and reminder, written when the reminder fell
 due) is claimed, then sent as promotion notices are (``bot.cogs.signups._dm``): by DM, or, when
@@ -17,7 +19,6 @@ from bot.background import LeasedLoop
 from bot.cogs.signups._dm import dm_or_mention
 from bot.rendering import clip
 from bridge import reminder_dms
-from runner.bus import LogGrew
 
 # Under every reminder: how to stop them, in Discord's small grey text.
 HOW_TO_STOP = "\n-# /reminders off: no more event reminders by DM"
@@ -30,7 +31,7 @@ def dm_text(content: str) -> str:
 class AttendeeReminders(LeasedLoop):
     work = "reminder-dms"
     # A reminder falls due in a tick, or in a drive outside it: both end with ``LogGrew``.
-    wakes_on = (LogGrew,)
+    wakes_on = (reminder_dms.AttendeeDmsQueued,)
 
     async def queue(self, request: AttendeeDms) -> DmsQueued:
         """The DMs of a reminder that fell due, written to be sent (any process may write them:
@@ -45,6 +46,8 @@ class AttendeeReminders(LeasedLoop):
             request.content,
             self.kit.clock.now(),
         )
+        if members:
+            self.kit.bus.publish(reminder_dms.AttendeeDmsQueued(request.run_id))
         return DmsQueued(members, off)
 
     async def work_once(self) -> float | None:
