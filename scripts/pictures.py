@@ -422,7 +422,7 @@ async def shoot(w: World, camera: Camera) -> None:
     )
 
 
-async def shoot_signups(w: World, camera: Camera) -> None:
+async def shoot_signups(w: World, camera: Camera) -> int:
     """A run of the raid booked for this evening; four members click a seat each, then the player
     clicks the tank's, which is taken: the list with its waiting line, and the answer only the
     player sees."""
@@ -431,7 +431,8 @@ async def shoot_signups(w: World, camera: Camera) -> None:
         starts += dt.timedelta(days=1)
     async with w.engine.begin() as conn:
         current = await catalog.current(conn, "raid-night", catalog.VersionCache())
-        await catalog.create_run(conn, current, "", starts, w.now(), actor=Actor(None, "pictures"))
+        run_id = await catalog.create_run(conn, current, "", starts, w.now(), actor=Actor(None, "pictures"))
+    assert run_id is not None
     await w.advance(TICK + 1)
     announcements = w.channel("announcements")
     message = announcements.last_message
@@ -451,6 +452,7 @@ async def shoot_signups(w: World, camera: Camera) -> None:
         waiting,
         height=SIGNUP_HEIGHT,
     )
+    return run_id
 
 
 async def shoot_events(w: World, camera: Camera) -> None:
@@ -496,9 +498,26 @@ async def shoot_create(w: World, camera: Camera) -> None:
     )
 
 
+async def shoot_staff_signups(w: World, camera: Camera, run_id: int) -> None:
+    """``/event signups list`` as staff see it after the sign-up scene, once Morgan has added a
+    member by hand: every seat and the waiting line in click order, and Close / Export."""
+    staff_room = w.staff_room
+    late = w.guild.add_member(w.env.create_user("ewan"), nick="Ewan")
+    await w.staff.slash(staff_room, "event signups add", run=run_id, member=late, option="dps")
+    shown = await w.staff.slash(staff_room, "event signups list", run=run_id)
+    await camera.take(
+        "staff-signups",
+        "/event signups list: the whole list as staff see it, with Close sign-ups and Export CSV",
+        staff_room,
+        w.staff,
+        shown,
+    )
+
+
 async def shoot_signups_and_events(w: World, camera: Camera) -> None:
-    await shoot_signups(w, camera)
+    run_id = await shoot_signups(w, camera)
     await shoot_events(w, camera)
+    await shoot_staff_signups(w, camera, run_id)
 
 
 def live_message(channel: simcord.ChannelHandle) -> Any:
@@ -535,7 +554,7 @@ INVASION_SCENES = (
     "refused-control",
     "publish-preview",
 )
-SIGNUP_SCENES = ("signup", "events")
+SIGNUP_SCENES = ("signup", "events", "staff-signups")
 CREATE_SCENES = ("create",)
 SCENES = INVASION_SCENES + SIGNUP_SCENES + CREATE_SCENES
 
