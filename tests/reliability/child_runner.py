@@ -181,7 +181,7 @@ def build_registry(journal: Journal, probe: AsyncEngine, args: argparse.Namespac
             action(REMINDER, ReminderParams, remind),
         ],
     )
-    if args.webhook_url:
+    if getattr(args, "webhook_url", None):  # in-process callers hand a Namespace of their own
         # The real ``webhook.post``, to the parent's receiver as the target ``game``, signed with
         # the secret the parent put in this process's environment.
         target = WebhookTarget(url=args.webhook_url, secret_env=WEBHOOK_SECRET_ENV)
