@@ -11,9 +11,10 @@ from typing import Any
 
 from runner import attendance
 from runner.states import Attendance
-from tests.bot.conftest import Sim, make_config
+from tests.bot.conftest import Sim
 from tests.bot.test_live_messages import text_of
 from tests.bot.test_signups import book, message_of
+from tests.bot.test_staff_signups import with_signups_capability
 from tests.support.definitions import cue, event, phase
 
 STARTS_IN = dt.timedelta(minutes=2)
@@ -30,13 +31,6 @@ def spec() -> dict[str, Any]:
         title="Raid Night",
         signup={"channel": "announcements", "options": {"tank": 1, "dps": 2}, "closes": "end"},
     )
-
-
-async def with_signups_capability(sim: Sim) -> None:
-    config = make_config(sim.guild, sim.channels, sim.roles)
-    config = config.model_copy(update={"permissions": config.permissions | {"signups": ["moderator"]}})
-    sim.config = config
-    await sim.start_bot(config)
 
 
 async def seated_run(sim: Sim) -> int:
