@@ -174,7 +174,7 @@ async def take_attendance(rehearsal: Rehearsal) -> None:
         if page is None or not page.members:
             continue
         for number in range(page.pages):
-            shown = await attendance.page_of(services.engine, run_id, number)
+            shown = page if number == 0 else await attendance.page_of(services.engine, run_id, number)
             assert shown is not None
             came = {s.member_id for s in shown.members}
             if number == page.pages - 1:

@@ -10,6 +10,7 @@ mark of a (run, member) wins, so a GM's slip is corrected by marking again.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -74,7 +75,9 @@ async def mark_page(
     }
     async with engine.begin() as conn:
         await sql.mark(conn, run_id, marks, marker.name, now)
-    return await page_of(engine, run_id, page)
+    return dataclasses.replace(
+        shown, marks=shown.marks | {member: status for member, (_, status) in marks.items()}
+    )
 
 
 async def mark_one(

@@ -146,22 +146,24 @@ async def write_signup(
     now: dt.datetime,
     existed: bool,
 ) -> None:
-    values: dict[str, Any] = {
-        "member_name": member_name[:100],
-        "option": option,
-        "status": status.value,
-        "position": position,
-        "joined_at": now,
-        "updated_at": now,
-    }
+    row = new_signup(
+        run_id=run_id,
+        member_id=member_id,
+        member_name=member_name,
+        option=option,
+        status=status,
+        position=position,
+        now=now,
+    )
     if existed:
+        changed = {k: v for k, v in row.items() if k not in ("run_id", "member_id")}
         await conn.execute(
             sa.update(signups)
             .where(signups.c.run_id == run_id, signups.c.member_id == member_id)
-            .values(**values)
+            .values(**changed)
         )
     else:
-        await conn.execute(sa.insert(signups).values(run_id=run_id, member_id=member_id, **values))
+        await conn.execute(sa.insert(signups).values(**row))
 
 
 async def signups_of(conn: AsyncConnection, run_id: int, member_ids: Sequence[str]) -> dict[str, Row]:

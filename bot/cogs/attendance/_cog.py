@@ -16,9 +16,9 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.cogs.attendance._render import page_embed, page_view, record_embed
+from bot.components import claimed_and_admitted
 from bot.custom_ids import AttendancePage, AttendancePick
 from bot.errors import BotError, reply_to_error
-from bot.permissions import admit
 from bot.protocols import served
 from bridge import signup_messages
 from runner import attendance
@@ -74,16 +74,6 @@ async def member_history(interaction: discord.Interaction, member: discord.Membe
     await interaction.followup.send(embed=record_embed(record, member.display_name), ephemeral=True)
 
 
-class _Guarded:
-    """A component that needs the ``attendance`` right, in the process that claimed it."""
-
-    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
-        bot = served(interaction)
-        if not await bot.interaction_gate.claimed(interaction):
-            return False
-        return await admit(bot.config, interaction, "attendance")
-
-
 async def _show(interaction: discord.Interaction, run_id: int, page: int) -> None:
     embed, view = await _panel(interaction, run_id, page)
     message = interaction.message
@@ -94,7 +84,7 @@ async def _show(interaction: discord.Interaction, run_id: int, page: int) -> Non
 
 
 class AttendancePickMenu(
-    _Guarded, discord.ui.DynamicItem[discord.ui.Select[discord.ui.View]], template=AttendancePick.TEMPLATE
+    discord.ui.DynamicItem[discord.ui.Select[discord.ui.View]], template=AttendancePick.TEMPLATE
 ):
     def __init__(self, run_id: int, page: int) -> None:
         super().__init__(discord.ui.Select(custom_id=AttendancePick(run_id, page).custom_id))
@@ -106,6 +96,9 @@ class AttendancePickMenu(
     ) -> AttendancePickMenu:
         pick = AttendancePick.from_match(match)
         return cls(pick.run_id, pick.page)
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        return await claimed_and_admitted(interaction, "attendance")
 
     async def callback(self, interaction: discord.Interaction) -> None:
         try:
@@ -124,7 +117,7 @@ class AttendancePickMenu(
 
 
 class AttendancePageButton(
-    _Guarded, discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=AttendancePage.TEMPLATE
+    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=AttendancePage.TEMPLATE
 ):
     def __init__(self, run_id: int, page: int) -> None:
         super().__init__(
@@ -138,6 +131,9 @@ class AttendancePageButton(
     ) -> AttendancePageButton:
         press = AttendancePage.from_match(match)
         return cls(press.run_id, press.page)
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        return await claimed_and_admitted(interaction, "attendance")
 
     async def callback(self, interaction: discord.Interaction) -> None:
         try:

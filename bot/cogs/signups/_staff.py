@@ -22,9 +22,9 @@ from discord import app_commands
 from actions import limits
 from bot.cogs.signups._export import export_signups
 from bot.cogs.signups._view import refused_answer
+from bot.components import claimed_and_admitted
 from bot.custom_ids import StaffSignupPress, StaffSignupVerb
 from bot.errors import BotError, reply_to_error
-from bot.permissions import admit
 from bot.protocols import Served, served
 from bot.rendering import clip, timestamp
 from bridge import signup_messages
@@ -270,10 +270,7 @@ class StaffSignupButton(
         return cls(press.run_id, press.verb)
 
     async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
-        bot = served(interaction)
-        if not await bot.interaction_gate.claimed(interaction):
-            return False
-        return await admit(bot.config, interaction, "staff" if self.press.verb == "export" else "signups")
+        return await claimed_and_admitted(interaction, "staff" if self.press.verb == "export" else "signups")
 
     async def callback(self, interaction: discord.Interaction) -> None:
         try:
